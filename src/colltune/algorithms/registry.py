@@ -1,0 +1,169 @@
+"""The algorithm registry: one decorator, one place, everything generated from it.
+
+An algorithm registers once by ``(collective, name)`` with its typed
+parameters, constraints, the paper and equation it comes from, and a docstring
+that describes its rounds.  The CLI choices, ``colltune algorithms``, the
+documentation table (``docs/algorithms.md``) and the test parametrisation all
+read this registry; there is no second list.
+
+A builder is a pure function ``(builder, problem, **params) -> None`` that adds
+the schedule's operations to a :class:`~colltune.schedule.ScheduleBuilder`; it
+imports no MPI and does no I/O.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Mapping
+
+import pydantic
+
+from colltune.collectives import Problem, get_collective
+from colltune.errors import ParameterError, UnknownAlgorithmError
+from colltune.schedule import Schedule, ScheduleBuilder
+
+Builder = Callable[..., None]
+
+ANY_SHAPE = "any P >= 1, any root, any size >= 0"
+
+
+@dataclass(frozen=True)
+class Param:
+    """A typed algorithm parameter with a default and, optionally, a minimum."""
+
+    name: str
+    type: type
+    default: Any
+    doc: str
+    minimum: int | float | None = None
+    unit: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "type": self.type.__name__, "default": self.default, "minimum": self.minimum,
+                "unit": self.unit, "doc": self.doc}
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """A registered algorithm: metadata plus its schedule builder."""
+
+    collective: str
+    name: str
+    doc: str
+    source: str
+    params: tuple[Param, ...]
+    constraints: str
+    aliases: tuple[str, ...]
+    builder: Builder = field(repr=False)
+    model: type[pydantic.BaseModel] = field(repr=False)
+
+    @property
+    def summary(self) -> str:
+        """The first sentence of the docstring."""
+        return self.doc.strip().split("\n\n")[0].replace("\n", " ")
+
+    def validate_params(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """Typed, checked parameters with defaults filled in (strings from the CLI are converted).
+
+        Raises :class:`ParameterError` naming the algorithm, the parameter and the value.
+        """
+        try:
+            return self.model(**params).model_dump()
+        except pydantic.ValidationError as exc:
+            err = exc.errors()[0]
+            pname = ".".join(str(x) for x in err["loc"]) or "?"
+            valid = ", ".join(p.name for p in self.params) or "none"
+            if err["type"] == "extra_forbidden":
+                raise ParameterError(f"{self.collective}/{self.name}: unknown parameter {pname!r}; "
+                                     f"valid parameters: {valid}") from None
+            raise ParameterError(f"{self.collective}/{self.name}: parameter {pname}={err.get('input')!r}: "
+                                 f"{err['msg']}") from None
+
+    def schedule(self, procs: int, root: int = 0, size: int = 0, **params: Any) -> Schedule:
+        """Build the schedule for ``procs`` ranks, ``root`` and ``size`` bytes."""
+        problem = Problem(self.collective, procs, root, size)
+        values = self.validate_params(params)
+        send_bytes, recv_bytes = get_collective(self.collective).buffers(problem)
+        b = ScheduleBuilder(procs, send_bytes, recv_bytes)
+        self.builder(b, problem, **values)
+        return b.build({"collective": self.collective, "algorithm": self.name, "procs": procs, "root": root,
+                        "size": size, "params": values})
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"collective": self.collective, "name": self.name, "summary": self.summary, "doc": self.doc.strip(),
+                "source": self.source, "constraints": self.constraints, "aliases": list(self.aliases),
+                "params": [p.as_dict() for p in self.params]}
+
+
+class Registry:
+    """Algorithms by ``(collective, name)``."""
+
+    def __init__(self) -> None:
+        self._algs: dict[tuple[str, str], Algorithm] = {}
+        self._aliases: dict[tuple[str, str], str] = {}
+
+    def register(self, collective: str, name: str, *, source: str, params: tuple[Param, ...] = (),
+                 constraints: str = ANY_SHAPE, doc: str | None = None,
+                 aliases: tuple[str, ...] = ()) -> Callable[[Builder], Builder]:
+        """Decorator: register ``builder`` as ``collective``/``name``.
+
+        ``doc`` overrides the builder's docstring (for one builder registered
+        under several names with different parameters); ``aliases`` are short
+        names that :meth:`get` also accepts.
+        """
+        get_collective(collective)
+
+        def deco(builder: Builder) -> Builder:
+            key = (collective, name)
+            for n in (name, *aliases):
+                if (collective, n) in self._algs or (collective, n) in self._aliases:
+                    raise ValueError(f"algorithm name {collective}/{n} registered twice")
+            text = inspect.cleandoc(doc or builder.__doc__ or "")
+            if not text:
+                raise ValueError(f"algorithm {collective}/{name} has no docstring")
+            fields: dict[str, Any] = {
+                p.name: (p.type, pydantic.Field(p.default, ge=p.minimum, description=p.doc)) for p in params
+            }
+            model = pydantic.create_model(  # type: ignore[call-overload]
+                f"{collective}_{name}_params", __config__=pydantic.ConfigDict(extra="forbid", strict=False),
+                **fields)
+            self._algs[key] = Algorithm(collective, name, text, source, tuple(params), constraints, tuple(aliases),
+                                        builder, model)
+            for alias in aliases:
+                self._aliases[(collective, alias)] = name
+            return builder
+
+        return deco
+
+    def get(self, collective: str, name: str) -> Algorithm:
+        """The algorithm ``collective``/``name``; an unknown name lists the valid ones."""
+        get_collective(collective)
+        try:
+            return self._algs[(collective, self._aliases.get((collective, name), name))]
+        except KeyError:
+            valid = ", ".join(self.names(collective))
+            raise UnknownAlgorithmError(
+                f"unknown {collective} algorithm {name!r}; valid: {valid}") from None
+
+    def names(self, collective: str) -> list[str]:
+        """Names registered for ``collective``, in registration order."""
+        return [n for (c, n) in self._algs if c == collective]
+
+    def collectives(self) -> list[str]:
+        """Collectives that have at least one algorithm."""
+        return list(dict.fromkeys(c for (c, _) in self._algs))
+
+    def __iter__(self) -> Iterator[Algorithm]:
+        return iter(list(self._algs.values()))
+
+    def select(self, collective: str | None = None) -> list[Algorithm]:
+        """All algorithms, or those of one collective."""
+        if collective is not None:
+            get_collective(collective)
+        return [a for a in self if collective is None or a.collective == collective]
+
+
+#: The one registry of colltune's algorithms.
+REGISTRY = Registry()
+register = REGISTRY.register

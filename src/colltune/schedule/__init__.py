@@ -1,0 +1,10 @@
+"""Schedules: the IR every algorithm builds and every consumer reads."""
+
+from colltune.schedule.builder import ScheduleBuilder
+from colltune.schedule.ir import REDUCTION_DTYPES, REDUCTION_OPS, Buf, Kind, Region, Schedule
+from colltune.schedule.verify import VerifyReport, verify
+
+__all__ = [
+    "Buf", "Kind", "REDUCTION_DTYPES", "REDUCTION_OPS", "Region", "Schedule", "ScheduleBuilder",
+    "VerifyReport", "verify",
+]

@@ -1,0 +1,43 @@
+"""Parsing and formatting of sizes and lists at the edges (CLI, reports).
+
+Inside colltune every size is an int number of bytes; these helpers turn what
+a user types (``64KiB``, ``1-33``, ``0,1,1000``) into that.
+"""
+
+from __future__ import annotations
+
+import re
+
+from colltune.errors import ParameterError
+
+_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "kib": 2**10, "mib": 2**20, "gib": 2**30}
+_SIZE = re.compile(r"^\s*(\d+)\s*([a-zA-Z]*)\s*$")
+
+
+def parse_bytes(text: str) -> int:
+    """``"64KiB"`` -> 65536; units B, kB, MB, GB (powers of 10) and KiB, MiB, GiB (powers of 2)."""
+    m = _SIZE.match(text)
+    unit = m.group(2).lower() if m else None
+    if not m or unit not in _UNITS:
+        raise ParameterError(f"size {text!r} is not a whole number of bytes with an optional unit "
+                             f"(B, kB, MB, GB, KiB, MiB, GiB)")
+    return int(m.group(1)) * _UNITS[unit]
+
+
+def parse_int_list(text: str, what: str) -> list[int]:
+    """``"1-4,8"`` -> [1, 2, 3, 4, 8] (ranges inclusive)."""
+    out: list[int] = []
+    for part in text.split(","):
+        m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
+        if not m:
+            raise ParameterError(f"{what} {text!r}: {part!r} is not an integer or a range like 1-33")
+        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+        if hi < lo:
+            raise ParameterError(f"{what} {text!r}: range {part!r} is empty")
+        out.extend(range(lo, hi + 1))
+    return out
+
+
+def parse_size_list(text: str) -> list[int]:
+    """``"0,1,64KiB"`` -> [0, 1, 65536]."""
+    return [parse_bytes(part) for part in text.split(",")]
