@@ -77,7 +77,7 @@ class Algorithm:
             if err["type"] == "extra_forbidden":
                 raise ParameterError(f"{self.collective}/{self.name}: unknown parameter {pname!r}; "
                                      f"valid parameters: {valid}") from None
-            raise ParameterError(f"{self.collective}/{self.name}: parameter {pname}={err.get('input')!r}: "
+            raise ParameterError(f"{self.collective}/{self.name}: parameter {pname}={err.get('input')}: "
                                  f"{err['msg']}") from None
 
     def schedule(self, procs: int, root: int = 0, size: int = 0, **params: Any) -> Schedule:

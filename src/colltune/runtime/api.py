@@ -15,7 +15,7 @@ from mpi4py import MPI
 
 from colltune.algorithms import REGISTRY
 from colltune.collectives import Problem, get_collective
-from colltune.errors import ColltuneError, ParameterError
+from colltune.errors import ColltuneError, ParameterError, UnknownAlgorithmError
 from colltune.runtime.executor import ScheduleExecutor
 from colltune.schedule import Buf
 
@@ -52,6 +52,8 @@ def agree(comm: MPI.Comm, error: str | None, signature: dict[str, Any] | None) -
     errors = [(r, e) for r, (e, _) in enumerate(infos) if e]
     if errors:
         r, e = errors[0]
+        if len(errors) == len(infos) and all(x == e for _, x in errors):
+            raise ParameterError(e)
         more = f" (and {len(errors) - 1} other ranks)" if len(errors) > 1 else ""
         raise ParameterError(f"rank {r}: {e}{more}")
     first = infos[0][1] or {}
@@ -129,7 +131,10 @@ def plan(collective: str, buf: Any, root: int = 0, comm: MPI.Comm | None = None,
                 raise ParameterError(f"algorithm 'native' takes no parameters, got {sorted(params)}")
             name, values = NATIVE, {}
         else:
-            alg = REGISTRY.get(collective, algorithm)
+            try:
+                alg = REGISTRY.get(collective, algorithm)
+            except UnknownAlgorithmError as exc:
+                raise ParameterError(f"{exc}, or {NATIVE}") from None
             name, values = alg.name, alg.validate_params(params)
         signature = {"collective": collective, "algorithm": name, "root": root, "size in bytes": len(data),
                      "parameters": values}

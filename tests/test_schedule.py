@@ -1,0 +1,120 @@
+"""The schedule IR and its builder: ordering, dependencies, validation, bulk building."""
+
+import numpy as np
+import pytest
+
+from colltune.errors import ScheduleError
+from colltune.schedule import Buf, Kind, Region, ScheduleBuilder
+
+R = Region(Buf.RECV, 0, 4)
+
+
+def test_ops_sorted_by_rank_keeping_posting_order_and_deps_follow() -> None:
+    b = ScheduleBuilder(3, recv_bytes=4)
+    a = b.recv(2, 0, R)
+    x = b.send(0, 2, R)
+    c = b.send(2, 1, R, requires=[a])
+    b.recv(1, 2, R)
+    s = b.build()
+    assert s.rank.tolist() == [0, 1, 2, 2]
+    assert s.kind.tolist() == [Kind.SEND, Kind.RECV, Kind.RECV, Kind.SEND]
+    assert s.requires(3).tolist() == [2]
+    assert s.requires(0).tolist() == []
+    assert (x, c) == (1, 2)
+    assert s.describe(3) == "rank 2 op 1 (send to rank 1, tag 0, RECV[0:4])"
+
+
+def test_irequires_recorded_as_start_dependency() -> None:
+    b = ScheduleBuilder(2, recv_bytes=4)
+    first = b.recv(1, 0, R)
+    b.delay(1, 0.5, irequires=[first])
+    b.send(0, 1, R)
+    s = b.build()
+    idx, start = s.deps(2)
+    assert idx.tolist() == [1] and start.tolist() == [True]
+    assert s.requires(2).tolist() == []
+
+
+def test_fence_makes_rounds() -> None:
+    b = ScheduleBuilder(2, recv_bytes=4)
+    r1 = b.recv(1, 0, Region(Buf.RECV, 0, 2))
+    r2 = b.recv(1, 0, Region(Buf.RECV, 2, 2))
+    b.fence(1)
+    b.send(1, 0, R)
+    b.fence(1)
+    b.fence(1)
+    b.delay(1, 0.0)
+    s = b.build()
+    ops = list(s.ops_of(1))
+    assert sorted(s.requires(ops[2]).tolist()) == [ops[0], ops[1]]
+    assert s.requires(ops[3]).tolist() == [ops[2]]
+    assert (r1, r2) == (0, 1)
+
+
+def test_schedule_is_immutable() -> None:
+    b = ScheduleBuilder(2, recv_bytes=4)
+    b.send(0, 1, R)
+    b.recv(1, 0, R)
+    s = b.build()
+    with pytest.raises(ValueError):
+        s.columns["length"][0] = 3
+
+
+@pytest.mark.parametrize(
+    "make, match",
+    [
+        (lambda b: b.send(0, 0, R), "message to itself"),
+        (lambda b: b.send(0, 5, R), "peer"),
+        (lambda b: b.send(0, 1, Region(Buf.RECV, 2, 4)), r"region RECV\[2:6\] exceeds the buffer's 4 bytes"),
+        (lambda b: b.send(0, 1, Region(Buf.SEND, 0, 1)), "exceeds the buffer's 0 bytes"),
+        (lambda b: b.send(0, 1, R, tag=-1), "negative tag"),
+        (lambda b: b.delay(0, -1.0), "delay"),
+    ],
+)
+def test_bad_ops_are_rejected_with_a_named_problem(make, match) -> None:
+    b = ScheduleBuilder(2, recv_bytes=4)
+    make(b)
+    with pytest.raises(ScheduleError, match=match):
+        b.build()
+
+
+def test_dependencies_must_be_earlier_ops_of_the_same_rank() -> None:
+    b = ScheduleBuilder(2, recv_bytes=4)
+    with pytest.raises(ScheduleError, match="not an earlier op"):
+        b.send(0, 1, R, requires=[3])
+    first = b.send(0, 1, R)
+    b.recv(1, 0, R, requires=[first])
+    with pytest.raises(ScheduleError, match="dependencies stay within a rank"):
+        b.build()
+
+
+def test_reduce_names_are_checked() -> None:
+    b = ScheduleBuilder(1, recv_bytes=8)
+    with pytest.raises(ScheduleError, match="unknown reduction operation 'avg'"):
+        b.reduce(0, Region(Buf.RECV, 0, 4), Region(Buf.RECV, 4, 4), "avg", "int32")
+    with pytest.raises(ScheduleError, match="different lengths"):
+        b.copy(0, Region(Buf.RECV, 0, 4), Region(Buf.RECV, 4, 2))
+
+
+def test_bulk_all_to_all_with_dependencies() -> None:
+    P, blk = 64, 16
+    b = ScheduleBuilder(P, send_bytes=P * blk, recv_bytes=P * blk)
+    src, dst = np.divmod(np.arange(P * P), P)
+    keep = src != dst
+    src, dst = src[keep], dst[keep]
+    recvs = b.bulk(Kind.RECV, dst, peer=src, buf=Buf.RECV, offset=src * blk, length=blk)
+    b.bulk(Kind.SEND, src, peer=dst, buf=Buf.SEND, offset=dst * blk, length=blk)
+    b.bulk(Kind.DELAY, dst, requires=recvs[:, None], delay=1e-6)
+    s = b.build()
+    assert s.num_messages == P * (P - 1)
+    assert s.bytes_sent == P * (P - 1) * blk
+    last = s.ops_of(5)[-1]
+    assert Kind(int(s.kind[last])) == Kind.DELAY
+    (req,) = s.requires(last)
+    assert s.kind[req] == Kind.RECV and s.rank[req] == 5
+
+
+def test_bulk_rejects_forward_dependencies() -> None:
+    b = ScheduleBuilder(2, recv_bytes=4)
+    with pytest.raises(ScheduleError, match="not earlier"):
+        b.bulk(Kind.DELAY, np.array([0, 0]), requires=np.array([[1], [-1]]))
