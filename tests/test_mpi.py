@@ -48,6 +48,13 @@ def test_large_message_matches_native() -> None:
     assert "identical to MPI_Bcast" in res.stdout
 
 
+@pytest.mark.parametrize("procs", (1, 3))
+def test_executor_runs_copies_delays_and_scratch(procs: int) -> None:
+    res = run_mpi("executor_check.py", procs, timeout=120)
+    assert res.returncode == 0, f"stdout:\n{res.stdout}\nstderr:\n{res.stderr[-4000:]}"
+    assert f"executor_check: P={procs}: copy, delay and scratch ran correctly" in res.stdout
+
+
 @pytest.mark.parametrize("procs", (1, 3, 5))
 def test_bad_input_raises_on_every_rank(procs: int) -> None:
     res = run_mpi("errors_check.py", procs, timeout=120)

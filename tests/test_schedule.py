@@ -69,6 +69,8 @@ def test_schedule_is_immutable() -> None:
         (lambda b: b.send(0, 1, Region(Buf.SEND, 0, 1)), "exceeds the buffer's 0 bytes"),
         (lambda b: b.send(0, 1, R, tag=-1), "negative tag"),
         (lambda b: b.delay(0, -1.0), "delay"),
+        (lambda b: b.copy(0, Region(Buf.RECV, 2, 4), Region(Buf.RECV, 0, 4)),
+         r"source region RECV\[2:6\] exceeds the buffer's 4 bytes"),
     ],
 )
 def test_bad_ops_are_rejected_with_a_named_problem(make, match) -> None:

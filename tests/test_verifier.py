@@ -6,13 +6,12 @@ is caught, so that passing verification is not vacuous.
 """
 
 import pytest
+from helpers import rebuild
 
 from colltune.algorithms import REGISTRY
 from colltune.collectives import Problem
 from colltune.errors import VerificationError
 from colltune.schedule import Buf, Kind, Region, ScheduleBuilder, verify
-
-from helpers import rebuild
 
 N = 8
 WHOLE = Region(Buf.RECV, 0, N)

@@ -246,19 +246,13 @@ def validate_columns(procs: int, buffer_sizes: np.ndarray, c: Mapping[str, np.nd
     fail(red & ((c["redop"] < 0) | (c["redop"] >= len(REDUCTION_OPS))), "unknown reduction operation")
     fail(red & ((c["dtype"] < 0) | (c["dtype"] >= len(REDUCTION_DTYPES))), "unknown reduction dtype")
     fail((kind == Kind.DELAY) & ~(c["delay"] >= 0), "delay must be a non-negative number of seconds")
-    has_region = kind != Kind.DELAY
-    limit = buffer_sizes[rank, np.clip(c["buf"], 0, 2)]
-    over = has_region & (c["offset"] + c["length"] > limit)
-    if over.any():
-        i = int(np.flatnonzero(over)[0])
-        raise ScheduleError(
-            f"rank {int(rank[i])} op (global #{i}): region "
-            f"{region_str(c['buf'][i], c['offset'][i], c['length'][i])} exceeds the buffer's {int(limit[i])} bytes")
-    src_limit = buffer_sizes[rank, np.clip(c["src_buf"], 0, 2)]
-    over = local & (c["src_offset"] + c["length"] > src_limit)
-    if over.any():
-        i = int(np.flatnonzero(over)[0])
-        raise ScheduleError(
-            f"rank {int(rank[i])} op (global #{i}): source region "
-            f"{region_str(c['src_buf'][i], c['src_offset'][i], c['length'][i])} exceeds the buffer's "
-            f"{int(src_limit[i])} bytes")
+    for what, buf_col, off_col, applies in (("region", "buf", "offset", kind != Kind.DELAY),
+                                            ("source region", "src_buf", "src_offset", local)):
+        limit = buffer_sizes[rank, np.clip(c[buf_col], 0, 2)]
+        over = applies & (c[off_col] + c["length"] > limit)
+        if over.any():
+            i = int(np.flatnonzero(over)[0])
+            raise ScheduleError(
+                f"rank {int(rank[i])} op (global #{i}): {what} "
+                f"{region_str(c[buf_col][i], c[off_col][i], c['length'][i])} exceeds the buffer's "
+                f"{int(limit[i])} bytes")

@@ -29,7 +29,7 @@ execution can; so a schedule that passes is correct for every timing.
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right, insort
+from bisect import bisect_left, bisect_right
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
