@@ -95,7 +95,8 @@ def _parse_params(pairs: tuple[str, ...]) -> dict[str, str]:
 
 @main.command("verify")
 @_collective_option(required=True)
-@click.option("--algorithm", "-a", required=True, help="Algorithm name or alias, or 'all'.")
+@click.option("--algorithm", "-a", required=True, type=click.Choice(["all", *REGISTRY.names(aliases=True)]),
+              metavar="NAME", help="Algorithm name or alias (see `colltune algorithms`), or 'all'.")
 @click.option("--procs", "-p", required=True, help="Process count(s): 8, 1-33 or 2,3,5.")
 @click.option("--size", "-s", required=True, help="Message size(s) in bytes, units allowed: 0,1,64KiB,1MB.")
 @click.option("--root", "-r", default="0", show_default=True, help="Root rank(s), or 'all'.")

@@ -146,9 +146,13 @@ class Registry:
             raise UnknownAlgorithmError(
                 f"unknown {collective} algorithm {name!r}; valid: {valid}") from None
 
-    def names(self, collective: str) -> list[str]:
-        """Names registered for ``collective``, in registration order."""
-        return [n for (c, n) in self._algs if c == collective]
+    def names(self, collective: str | None = None, aliases: bool = False) -> list[str]:
+        """Names registered for ``collective`` (default: every collective), in registration order,
+        followed by their aliases if ``aliases``."""
+        names = [n for (c, n) in self._algs if collective in (None, c)]
+        if aliases:
+            names += [a for (c, a) in self._aliases if collective in (None, c)]
+        return list(dict.fromkeys(names))
 
     def collectives(self) -> list[str]:
         """Collectives that have at least one algorithm."""

@@ -23,6 +23,10 @@ order, no wildcards); a send of any size is assumed *unbuffered*, so it
 completes only once its receive is posted.  Local operations complete as
 soon as they start.
 
+In GOAL terms, in-order posting is an implicit *irequires* of each operation on
+the one before it in its rank's list: a GOAL export (and the simulator) must add
+that edge to time a schedule the way the runtime executes it.
+
 Storage is columnar (one numpy array per field, ops sorted by rank and, within
 a rank, by posting order) so that a schedule of a million messages fits in a
 few tens of megabytes and builds in seconds.  Buffer regions are symbolic:
