@@ -208,7 +208,7 @@ def _bcast_scatter_rd(b: ScheduleBuilder, problem: Problem) -> None:
     The message is cut into P pieces (paper 002 eq. 3); a binomial scatter gives relative rank r
     piece r (and its subtree's pieces), then ceil(log2 P) recursive-doubling steps (with a fold-in
     and fold-out step when P is not a power of two) give everyone everything.  Each rank receives
-    only pieces it lacks.  Hockney cost about (log2 P + log2 P) alpha + 2 (P-1)/P n beta.
+    only pieces it lacks.  Hockney cost about 2 log2(P) alpha + 2 (P-1)/P n beta.
     """
     _scatter_allgather(b, problem, _allgather_recursive_doubling)
 
@@ -242,8 +242,8 @@ def _bcast_symmetric(b: ScheduleBuilder, problem: Problem, min_split_size: int) 
     p sends at once.  Phase 2: destination i posts receives for every other piece (from the
     root and from every other destination, in no assumed order) and, once its own piece has
     arrived, sends it to the other p-1 destinations.  Hockney time 2 t0 + n td (2 - 1/p)
-    (paper 002 eq. 5).  Messages shorter than `min_split_size` go whole from the root to every
-    rank in one phase.
+    (paper 002 eq. 5).  Messages shorter than `min_split_size`, and any message when P <= 2 (one
+    destination), go whole from the root to every rank in one phase.
     """
     P, root, n = problem.procs, problem.root, problem.size
     if n == 0:
