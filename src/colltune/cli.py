@@ -117,20 +117,20 @@ def verify_cmd(collective: str, algorithm: str, procs: str, size: str, root: str
         if unused:
             raise click.BadParameter(f"no selected algorithm takes {', '.join(sorted(unused))}",
                                      param_hint="--param")
-        if algorithm == "all":
-            wanted = None
-        else:
-            wanted = algs[0].validate_params(values)
+        # each algorithm gets the parameters it takes; one named algorithm is checked here, so that a
+        # bad value is a usage error (with 'all', it fails that algorithm's rows instead)
+        params_of = {a.name: {k: v for k, v in values.items() if k in {p.name for p in a.params}} for a in algs}
+        if algorithm != "all":
+            params_of[algs[0].name] = algs[0].validate_params(values)
     except ColltuneError as exc:
         raise click.UsageError(str(exc)) from None
     results = []
     for a in algs:
-        mine = wanted if wanted is not None else {k: v for k, v in values.items() if k in {p.name for p in a.params}}
         for P in proc_list:
             roots = range(P) if root == "all" else _roots(root, P)
             for r in roots:
                 for n in sizes:
-                    results.append(_verify_one(a, P, r, n, mine))
+                    results.append(_verify_one(a, P, r, n, params_of[a.name]))
     failed = [x for x in results if not x["ok"]]
     if as_json:
         click.echo(json.dumps({"ok": not failed, "results": results}, indent=2))

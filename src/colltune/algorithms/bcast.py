@@ -133,10 +133,8 @@ _TREE_VARIANTS = (
 
 
 def _register_tree_variant(v: _TreeVariant) -> None:
-    def build(b: ScheduleBuilder, problem: Problem, **params: int) -> None:
-        radix = params.pop("radix", None)
-        tree = v.shape(problem.procs, radix) if radix is not None else v.shape(problem.procs)
-        _tree_bcast(b, problem, tree, params.get("segment_size"), v.rendezvous)
+    def build(b: ScheduleBuilder, problem: Problem, segment_size: int | None = None, **shape_params: int) -> None:
+        _tree_bcast(b, problem, v.shape(problem.procs, **shape_params), segment_size, v.rendezvous)
 
     register("bcast", v.name, source=v.source, params=v.params, doc=v.doc, aliases=v.aliases)(build)
 

@@ -56,10 +56,6 @@ class ChunkTracker:
         for c in chunks:
             self.where[rel][c] = INITIAL
 
-    def holds_all(self, rel: int) -> bool:
-        """Does ``rel`` hold every non-empty chunk?"""
-        return all(c in self.where[rel] for c in range(len(self.bounds) - 1) if self._size(c))
-
     def _size(self, c: int) -> int:
         return self.bounds[c + 1] - self.bounds[c]
 

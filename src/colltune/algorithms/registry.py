@@ -154,10 +154,6 @@ class Registry:
             names += [a for (c, a) in self._aliases if collective in (None, c)]
         return list(dict.fromkeys(names))
 
-    def collectives(self) -> list[str]:
-        """Collectives that have at least one algorithm."""
-        return list(dict.fromkeys(c for (c, _) in self._algs))
-
     def __iter__(self) -> Iterator[Algorithm]:
         return iter(list(self._algs.values()))
 

@@ -11,7 +11,7 @@ its requests.  A verified schedule therefore cannot deadlock or race here.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from mpi4py import MPI
@@ -99,8 +99,8 @@ class ScheduleExecutor:
         self._program = []
 
 
-def _sleep(seconds: float, clock: Callable[[], float] = time.perf_counter) -> None:
+def _sleep(seconds: float) -> None:
     """Busy-wait ``seconds`` (a DELAY op stands for computation, so it keeps the CPU busy)."""
-    end = clock() + seconds
-    while clock() < end:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
         pass

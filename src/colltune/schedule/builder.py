@@ -73,9 +73,9 @@ class ScheduleBuilder:
     def _add(self, rank: int, requires: Iterable[int], irequires: Iterable[int], **fields: Any) -> int:
         i = self._n
         rows = self._rows
+        fields["rank"] = rank
         for name, (_, default) in COLUMNS.items():
             rows[name].append(fields.get(name, default))
-        rows["rank"][-1] = rank
         self._n += 1
         reqs = list(requires) + self._fence_deps.get(rank, [])
         for d in reqs:

@@ -184,9 +184,12 @@ class Schedule:
     # -- description -----------------------------------------------------------
     def describe(self, i: int) -> str:
         """Human-readable description: ``rank 3 op 5 (recv from rank 2, tag 0, RECV[0:100])``."""
+        return f"rank {int(self.columns['rank'][i])} {self.describe_local(i)}"
+
+    def describe_local(self, i: int) -> str:
+        """Description within its rank: ``op 5 (recv from rank 2, tag 0, RECV[0:100])``."""
         c = self.columns
         kind = Kind(int(c["kind"][i]))
-        rank = int(c["rank"][i])
         region = region_str(c["buf"][i], c["offset"][i], c["length"][i])
         if kind == Kind.SEND:
             what = f"send to rank {int(c['peer'][i])}, tag {int(c['tag'][i])}, {region}"
@@ -202,7 +205,7 @@ class Schedule:
             what = f"reduce {op}<{dt}> {src} into {region}"
         else:
             what = f"delay {float(c['delay'][i]):g} s"
-        return f"rank {rank} op {self.local_index(i)} ({what})"
+        return f"op {self.local_index(i)} ({what})"
 
     def summary(self) -> dict[str, Any]:
         """Counts for reports: ops, messages, bytes, max messages sent by one rank."""

@@ -346,9 +346,8 @@ class _Verifier:
             for r in stuck[:4]:
                 i = nxt[r]
                 waits = [d for d in self.requires[i] if not self.completed[d]]
-                lines.append(f"{s.describe(i)} waits for " + ", ".join(
-                    f"op {s.local_index(d)} ({s.describe(d).split('(', 1)[1]}" for d in waits[:3])
-                    + " which never completes")
+                lines.append(f"{s.describe(i)} waits for " + ", ".join(s.describe_local(d) for d in waits[:3])
+                             + " which never completes")
             more = f" (and {len(stuck) - 4} more ranks)" if len(stuck) > 4 else ""
             raise VerificationError("deadlock: " + "; ".join(lines) + more, rank=stuck[0],
                                     op=s.local_index(nxt[stuck[0]]))
