@@ -16,8 +16,9 @@ from rich.table import Table
 
 from colltune import __version__
 from colltune.algorithms import REGISTRY, Algorithm
-from colltune.collectives import COLLECTIVES
+from colltune.collectives import COLLECTIVES, Problem
 from colltune.errors import ColltuneError, VerificationError
+from colltune.schedule import REDUCTION_DTYPES, REDUCTION_OPS
 from colltune.schedule import verify as verify_schedule
 from colltune.units import parse_int_list, parse_size_list
 
@@ -30,7 +31,7 @@ def _console() -> Console:
 
 
 def _collective_option(required: bool) -> Any:
-    return click.option("--collective", "-c", type=click.Choice(sorted(COLLECTIVES)), required=required,
+    return click.option("--collective", "-c", type=click.Choice(list(COLLECTIVES)), required=required,
                         help="Collective operation.")
 
 
@@ -44,7 +45,7 @@ def algorithms_markdown(algs: list[Algorithm]) -> str:
     """The documentation table of the registry (docs/algorithms.md is this text)."""
     lines = ["# Algorithms", "",
              "Generated from the registry by `colltune algorithms --markdown`; do not edit by hand.", ""]
-    for coll in dict.fromkeys(a.collective for a in algs):
+    for coll in (c for c in COLLECTIVES if any(a.collective == c for a in algs)):
         lines += [f"## {coll}", "", COLLECTIVES[coll].summary[0].upper() + COLLECTIVES[coll].summary[1:] + ".", "",
                   "| name | aliases | parameters | source | summary |", "| --- | --- | --- | --- | --- |"]
         for a in (a for a in algs if a.collective == coll):
@@ -54,7 +55,11 @@ def algorithms_markdown(algs: list[Algorithm]) -> str:
             lines.append(f"| `{a.name}` | {aliases} | {params} | {a.source} | {a.summary} |")
         lines += ["", NATIVE_NOTE, ""]
         for a in (a for a in algs if a.collective == coll):
-            lines += [f"### {coll} / {a.name}", "", a.doc.strip(), "", f"Constraints: {a.constraints}.",
+            order = []
+            if COLLECTIVES[coll].reduces:
+                order = ["Operation: " + ("must be commutative (combines out of rank order)." if a.needs_commutative
+                                          else "any associative one; rank order is kept (verified).")]
+            lines += [f"### {coll} / {a.name}", "", a.doc.strip(), "", f"Constraints: {a.constraints}.", *order,
                       f"Source: {a.source}.", ""]
     return "\n".join(lines).rstrip() + "\n"
 
@@ -101,15 +106,26 @@ def _parse_params(pairs: tuple[str, ...]) -> dict[str, str]:
 @click.option("--size", "-s", required=True, help="Message size(s) in bytes, units allowed: 0,1,64KiB,1MB.")
 @click.option("--root", "-r", default="0", show_default=True, help="Root rank(s), or 'all'.")
 @click.option("--param", "params", multiple=True, metavar="NAME=VALUE", help="Algorithm parameter; repeatable.")
+@click.option("--op", type=click.Choice(REDUCTION_OPS), default=None,
+              help="Reduction operation (reduce, allreduce; default sum).")
+@click.option("--dtype", type=click.Choice(REDUCTION_DTYPES), default=None,
+              help="Element type (reduce, allreduce; default uint8); sizes must be whole elements.")
+@click.option("--non-commutative", is_flag=True,
+              help="Check that rank order is kept (reductions; with 'all', only order-preserving algorithms).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def verify_cmd(collective: str, algorithm: str, procs: str, size: str, root: str, params: tuple[str, ...],
-               as_json: bool) -> None:
+               op: str | None, dtype: str | None, non_commutative: bool, as_json: bool) -> None:
     """Prove algorithms correct by symbolic execution; exit 1 if any check fails."""
+    reduction = {"op": op, "dtype": dtype, "commutative": not non_commutative}
     try:
         proc_list = parse_int_list(procs, "--procs")
         sizes = parse_size_list(size)
+        for n in sizes:
+            Problem(collective, 1, 0, n, **reduction)
+        if not COLLECTIVES[collective].reduces:
+            reduction = {}
         if algorithm == "all":
-            algs = REGISTRY.select(collective)
+            algs = [a for a in REGISTRY.select(collective) if not (non_commutative and a.needs_commutative)]
         else:
             algs = [REGISTRY.get(collective, algorithm)]
         values = _parse_params(params)
@@ -125,12 +141,13 @@ def verify_cmd(collective: str, algorithm: str, procs: str, size: str, root: str
     except ColltuneError as exc:
         raise click.UsageError(str(exc)) from None
     results = []
+    rooted = COLLECTIVES[collective].rooted
     for a in algs:
         for P in proc_list:
-            roots = range(P) if root == "all" else _roots(root, P)
+            roots = (range(P) if root == "all" else _roots(root, P)) if rooted else [0]
             for r in roots:
                 for n in sizes:
-                    results.append(_verify_one(a, P, r, n, params_of[a.name]))
+                    results.append(_verify_one(a, P, r, n, params_of[a.name], reduction))
     failed = [x for x in results if not x["ok"]]
     if as_json:
         click.echo(json.dumps({"ok": not failed, "results": results}, indent=2))
@@ -150,11 +167,12 @@ def _roots(text: str, procs: int) -> list[int]:
     return roots
 
 
-def _verify_one(a: Algorithm, procs: int, root: int, size: int, params: dict[str, Any]) -> dict[str, Any]:
+def _verify_one(a: Algorithm, procs: int, root: int, size: int, params: dict[str, Any],
+                reduction: dict[str, Any]) -> dict[str, Any]:
     row: dict[str, Any] = {"collective": a.collective, "algorithm": a.name, "procs": procs, "root": root,
-                           "size": size, "params": params}
+                           "size": size, "params": params, **reduction}
     try:
-        report = verify_schedule(a.schedule(procs, root, size, **params))
+        report = verify_schedule(a.schedule(procs, root, size, **reduction, **params))
     except VerificationError as exc:
         row.update(ok=False, error=str(exc), rank=exc.rank, op=exc.op)
     except ColltuneError as exc:

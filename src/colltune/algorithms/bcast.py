@@ -3,7 +3,7 @@ compositions, and the symmetric asynchronous broadcast of paper 002.
 
 Buffer convention (see :mod:`colltune.collectives`): the message is the RECV
 buffer of every rank; the root's holds the data at the start.  Message tags:
-0 for data, 1 for ready-to-send and 2 for clear-to-send (rendezvous variants).
+see :mod:`colltune.algorithms.tags`.
 """
 
 from __future__ import annotations
@@ -13,11 +13,10 @@ from typing import Callable
 
 from colltune.algorithms.chunks import ChunkTracker, pieces, segments
 from colltune.algorithms.registry import Param, register
+from colltune.algorithms.tags import TAG_CTS, TAG_DATA, TAG_RTS
 from colltune.algorithms.trees import Tree, binary_tree, binomial_tree, chain, flat_tree, knomial_tree
 from colltune.collectives import Problem
 from colltune.schedule import Buf, Region, ScheduleBuilder
-
-TAG_DATA, TAG_RTS, TAG_CTS = 0, 1, 2
 
 #: Default segment size in bytes.  A placeholder, not a tuned value: paper 003 section 3
 #: searches s = m / 2**i per network, which is [tune]'s job; 8 KiB sits in the middle of the
@@ -29,9 +28,9 @@ SEGMENT_SIZE = Param("segment_size", int, DEFAULT_SEGMENT, "bytes per segment (t
 RADIX = Param("radix", int, 4, "children per level of the k-nomial tree (2 gives the binomial tree)", minimum=2)
 
 
-def _tree_bcast(b: ScheduleBuilder, problem: Problem, tree: Tree, segment_size: int | None = None,
-                rendezvous: bool = False) -> None:
-    """Broadcast down ``tree`` (relative ranks), whole or in segments, eager or rendezvous.
+def tree_bcast(b: ScheduleBuilder, procs: int, root: int, n: int, tree: Tree, segment_size: int | None = None,
+               rendezvous: bool = False) -> None:
+    """Broadcast ``n`` bytes of RECV down ``tree`` (relative ranks), whole or in segments, eager or rendezvous.
 
     Each non-root rank first posts the receives of all segments from its parent,
     then sends segment ``k`` to each child (in the tree's send order) as soon as
@@ -39,7 +38,7 @@ def _tree_bcast(b: ScheduleBuilder, problem: Problem, tree: Tree, segment_size: 
     clear-to-send, data (paper 003 section 3), and a rank forwards only after the
     whole message has arrived.
     """
-    P, root, n = problem.procs, problem.root, problem.size
+    P = procs
 
     def rank(rel: int) -> int:
         return (rel + root) % P
@@ -134,7 +133,8 @@ _TREE_VARIANTS = (
 
 def _register_tree_variant(v: _TreeVariant) -> None:
     def build(b: ScheduleBuilder, problem: Problem, segment_size: int | None = None, **shape_params: int) -> None:
-        _tree_bcast(b, problem, v.shape(problem.procs, **shape_params), segment_size, v.rendezvous)
+        tree_bcast(b, problem.procs, problem.root, problem.size, v.shape(problem.procs, **shape_params), segment_size,
+                   v.rendezvous)
 
     register("bcast", v.name, source=v.source, params=v.params, doc=v.doc, aliases=v.aliases)(build)
 
@@ -153,7 +153,7 @@ def _binomial_scatter(t: ChunkTracker) -> None:
             t.transfer(rel, c, range(c, c + size[c]))
 
 
-def _allgather_recursive_doubling(t: ChunkTracker) -> None:
+def allgather_recursive_doubling(t: ChunkTracker) -> None:
     """Recursive-doubling allgather of chunk ``r`` of every relative rank ``r``, for any P.
 
     With p2 the largest power of two <= P, rank p2+i first hands its chunk to rank i;
@@ -183,7 +183,7 @@ def _allgather_recursive_doubling(t: ChunkTracker) -> None:
         t.transfer(i, p2 + i, range(P))
 
 
-def _allgather_ring(t: ChunkTracker) -> None:
+def allgather_ring(t: ChunkTracker) -> None:
     """Ring allgather: in step s, relative rank r passes chunk (r - s) mod P to r + 1."""
     P = t.procs
     for s in range(P - 1):
@@ -208,7 +208,7 @@ def _bcast_scatter_rd(b: ScheduleBuilder, problem: Problem) -> None:
     and fold-out step when P is not a power of two) give everyone everything.  Each rank receives
     only pieces it lacks.  Hockney cost about 2 log2(P) alpha + 2 (P-1)/P n beta.
     """
-    _scatter_allgather(b, problem, _allgather_recursive_doubling)
+    _scatter_allgather(b, problem, allgather_recursive_doubling)
 
 
 @register("bcast", "scatter_ring_allgather",
@@ -220,7 +220,7 @@ def _bcast_scatter_ring(b: ScheduleBuilder, problem: Problem) -> None:
     skipping pieces the receiver already holds.  Hockney cost about (log2 P + P - 1) alpha
     + 2 (P-1)/P n beta.
     """
-    _scatter_allgather(b, problem, _allgather_ring)
+    _scatter_allgather(b, problem, allgather_ring)
 
 
 #: Below this many bytes the symmetric broadcast sends the whole message in one phase.

@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 import pydantic
 
-from colltune.collectives import Problem, get_collective
+from colltune.collectives import COLLECTIVES, Problem, get_collective
 from colltune.errors import ParameterError, UnknownAlgorithmError
 from colltune.schedule import Schedule, ScheduleBuilder
 
@@ -57,6 +57,7 @@ class Algorithm:
     aliases: tuple[str, ...]
     builder: Builder = field(repr=False)
     model: type[pydantic.BaseModel] = field(repr=False)
+    needs_commutative: bool = False
 
     @property
     def summary(self) -> str:
@@ -80,20 +81,34 @@ class Algorithm:
             raise ParameterError(f"{self.collective}/{self.name}: parameter {pname}={err.get('input')}: "
                                  f"{err['msg']}") from None
 
-    def schedule(self, procs: int, root: int = 0, size: int = 0, **params: Any) -> Schedule:
-        """Build the schedule for ``procs`` ranks, ``root`` and ``size`` bytes."""
-        problem = Problem(self.collective, procs, root, size)
+    def schedule(self, procs: int, root: int = 0, size: int = 0, *, op: str | None = None, dtype: str | None = None,
+                 commutative: bool = True, **params: Any) -> Schedule:
+        """Build the schedule for ``procs`` ranks, ``root`` and ``size`` bytes (per block; see
+        :mod:`colltune.collectives`); reductions also take ``op``, ``dtype`` and ``commutative``."""
+        problem = Problem(self.collective, procs, root, size, op=op, dtype=dtype, commutative=commutative)
+        return self.schedule_for(problem, **params)
+
+    def schedule_for(self, problem: Problem, **params: Any) -> Schedule:
+        """Build the schedule of ``problem`` (whose collective must be this algorithm's)."""
+        if problem.collective != self.collective:
+            raise ParameterError(f"{self.collective}/{self.name} cannot build a {problem.collective} schedule")
+        if self.needs_commutative and not problem.commutative:
+            raise ParameterError(f"{self.collective}/{self.name} needs a commutative operation; for a "
+                                 f"non-commutative one use an order-preserving algorithm")
         values = self.validate_params(params)
         send_bytes, recv_bytes = get_collective(self.collective).buffers(problem)
-        b = ScheduleBuilder(procs, send_bytes, recv_bytes)
+        b = ScheduleBuilder(problem.procs, send_bytes, recv_bytes)
         self.builder(b, problem, **values)
-        return b.build({"collective": self.collective, "algorithm": self.name, "procs": procs, "root": root,
-                        "size": size, "params": values})
+        meta = {"collective": self.collective, "algorithm": self.name, "procs": problem.procs, "root": problem.root,
+                "size": problem.size, "params": values}
+        if problem.op is not None:
+            meta.update(op=problem.op, dtype=problem.dtype, commutative=problem.commutative)
+        return b.build(meta)
 
     def as_dict(self) -> dict[str, Any]:
         return {"collective": self.collective, "name": self.name, "summary": self.summary, "doc": self.doc.strip(),
                 "source": self.source, "constraints": self.constraints, "aliases": list(self.aliases),
-                "params": [p.as_dict() for p in self.params]}
+                "needs_commutative": self.needs_commutative, "params": [p.as_dict() for p in self.params]}
 
 
 class Registry:
@@ -104,13 +119,15 @@ class Registry:
         self._aliases: dict[tuple[str, str], str] = {}
 
     def register(self, collective: str, name: str, *, source: str, params: tuple[Param, ...] = (),
-                 constraints: str = ANY_SHAPE, doc: str | None = None,
-                 aliases: tuple[str, ...] = ()) -> Callable[[Builder], Builder]:
+                 constraints: str = ANY_SHAPE, doc: str | None = None, aliases: tuple[str, ...] = (),
+                 needs_commutative: bool = False) -> Callable[[Builder], Builder]:
         """Decorator: register ``builder`` as ``collective``/``name``.
 
         ``doc`` overrides the builder's docstring (for one builder registered
         under several names with different parameters); ``aliases`` are short
-        names that :meth:`get` also accepts.
+        names that :meth:`get` also accepts; ``needs_commutative`` marks a
+        reduction that combines contributions out of rank order (the others are
+        verified to keep the order, so they serve non-commutative operations).
         """
         get_collective(collective)
 
@@ -128,8 +145,10 @@ class Registry:
             model = pydantic.create_model(  # type: ignore[call-overload]
                 f"{collective}_{name}_params", __config__=pydantic.ConfigDict(extra="forbid", strict=False),
                 **fields)
+            if needs_commutative and not get_collective(collective).reduces:
+                raise ValueError(f"{collective}/{name}: only reductions can need a commutative operation")
             self._algs[key] = Algorithm(collective, name, text, source, tuple(params), constraints, tuple(aliases),
-                                        builder, model)
+                                        builder, model, needs_commutative)
             for alias in aliases:
                 self._aliases[(collective, alias)] = name
             return builder
@@ -155,7 +174,10 @@ class Registry:
         return list(dict.fromkeys(names))
 
     def __iter__(self) -> Iterator[Algorithm]:
-        return iter(list(self._algs.values()))
+        """Algorithms grouped by collective (in the order of :data:`~colltune.collectives.COLLECTIVES`),
+        each group in registration order."""
+        order = {c: i for i, c in enumerate(COLLECTIVES)}
+        return iter(sorted(self._algs.values(), key=lambda a: order[a.collective]))
 
     def select(self, collective: str | None = None) -> list[Algorithm]:
         """All algorithms, or those of one collective."""

@@ -114,7 +114,7 @@ class ScheduleBuilder:
 
     def reduce(self, rank: int, src: Region, dst: Region, op: str, dtype: str,
                requires: Iterable[int] = (), irequires: Iterable[int] = ()) -> int:
-        """Add ``dst = op(dst, src)`` elementwise over ``dtype`` on ``rank``."""
+        """Add ``dst = src op dst`` elementwise over ``dtype`` on ``rank`` (``src`` is the left operand)."""
         if src.length != dst.length:
             raise ScheduleError(f"rank {rank}: reduce {src} into {dst} has different lengths")
         if op not in REDUCTION_OPS:

@@ -6,8 +6,9 @@ operations that rank performs, in *posting order*:
 * ``SEND`` / ``RECV``: a non-blocking point-to-point message of a buffer
   region to or from ``peer`` with ``tag``;
 * ``COPY``: a local copy from a source region to a destination region;
-* ``REDUCE``: a local reduction ``dst = op(dst, src)`` of a named operation
-  over a numpy dtype;
+* ``REDUCE``: a local elementwise reduction ``dst = src op dst`` of a named
+  operation over a numpy dtype (the operand order of ``MPI_Reduce_local``: the
+  source is the left operand, which matters for non-commutative operations);
 * ``DELAY``: a pure delay of ``delay`` seconds (computation stand-in).
 
 Dependencies follow GOAL, the schedule language of the LogGOPSim simulator

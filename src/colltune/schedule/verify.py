@@ -19,8 +19,22 @@ rank, the operation and the region on the first violation:
    the reader (or an op before it in its rank's list) requires that writer;
 4. no race: a region is not written while an earlier, not yet guaranteed
    complete, send reads it or receive writes it;
-5. the postcondition of the collective (:mod:`colltune.collectives`): every
-   rank ends with exactly the bytes the definition demands.
+5. no op writes a SEND buffer (the user's input, read-only);
+6. reductions: a ``REDUCE`` uses the problem's operation and dtype, combines
+   whole elements at the same offset of the ranks' vectors, never combines a
+   contribution twice and, for a non-commutative operation, combines only
+   adjacent runs of ranks in order (``x_a..x_b op x_{b+1}..x_c``);
+7. the postcondition of the collective (:mod:`colltune.collectives`): every
+   rank ends with exactly the bytes the definition demands; for reductions,
+   every contribution exactly once;
+8. for a barrier, that every rank, before it can finish, has received a chain of
+   messages from every other rank that started after that rank entered.  Only
+   receives carry this knowledge: MPI may complete a send before its receive is
+   posted (eager protocol), so a completed send proves nothing about the peer.
+
+Reduction results are labelled symbolically too: a byte holding the
+combination of several ranks' byte ``o`` carries a label that names the tuple of
+contributing ranks (in combination order) and ``o``.
 
 Because matching has no wildcards and posting is in list order, the matching
 is the same in every execution, and greedy execution reaches every state any
@@ -36,12 +50,15 @@ from typing import Any
 
 import numpy as np
 
-from colltune.collectives import Problem, get_collective
+from colltune.collectives import Placement, Problem, get_collective
 from colltune.errors import VerificationError
-from colltune.schedule.ir import Buf, Kind, Schedule, region_str
+from colltune.schedule.ir import REDUCTION_DTYPES, REDUCTION_OPS, Buf, Kind, Schedule, region_str
 
 _UNDEFINED = -1
 _INITIAL = -2  # writer id of input data present at the start
+#: Labels from here on name a reduction term: ``_TERM_BASE + term_id * _TERM_STRIDE + vector offset``.
+_TERM_BASE = 1 << 62
+_TERM_STRIDE = 1 << 40
 
 
 class _Content:
@@ -155,7 +172,8 @@ def problem_of(schedule: Schedule) -> Problem:
     """The :class:`Problem` recorded in a schedule's metadata."""
     m = schedule.meta
     try:
-        return Problem(m["collective"], schedule.procs, int(m.get("root", 0)), int(m["size"]))
+        return Problem(m["collective"], schedule.procs, int(m.get("root", 0)), int(m["size"]), op=m.get("op"),
+                       dtype=m.get("dtype"), commutative=bool(m.get("commutative", True)))
     except KeyError as exc:
         raise VerificationError(f"schedule metadata lacks {exc.args[0]!r}; pass the problem explicitly") from None
 
@@ -196,6 +214,8 @@ class _Verifier:
         self.len = c["length"].tolist()
         self.src_buf = c["src_buf"].tolist()
         self.src_off = c["src_offset"].tolist()
+        self.redop = c["redop"].tolist()
+        self.dtype = c["dtype"].tolist()
         counts = np.diff(schedule.dep_ptr)
         dep_owner = np.repeat(np.arange(n, dtype=np.int64), counts)
         req_mask = ~schedule.dep_start
@@ -221,6 +241,13 @@ class _Verifier:
         for inp, base in zip(self.inputs, self.bases):
             self.content[inp.rank][inp.buf].fill(inp.offset, inp.length, base)
         self.access = [[_Accesses() for _ in range(3)] for _ in range(problem.procs)]
+        # reduction terms: tuples of contributing ranks, in combination order
+        self.terms: list[tuple[int, ...]] = []
+        self.term_ids: dict[tuple[int, ...], int] = {}
+        self.input_of_rank = {inp.rank: k for k, inp in enumerate(self.inputs)}
+        # barrier knowledge: bit q of know[r] says rank r has heard (via receives it waited for) that q entered
+        self.know = [1 << r for r in range(problem.procs)]
+        self.recv_know: dict[int, int] = {}
 
     # -- helpers ----------------------------------------------------------------
     def fail(self, i: int, problem: str) -> VerificationError:
@@ -232,9 +259,34 @@ class _Verifier:
                 return base + off - inp.offset
         return None
 
+    def term_label(self, ranks: tuple[int, ...], o: int) -> int:
+        """The label of vector offset ``o`` combined over ``ranks`` (a plain input label for one rank)."""
+        if len(ranks) == 1:
+            k = self.input_of_rank[ranks[0]]
+            return self.bases[k] + o - self.inputs[k].offset
+        if self.p.commutative:
+            ranks = tuple(sorted(ranks))
+        t = self.term_ids.get(ranks)
+        if t is None:
+            t = self.term_ids[ranks] = len(self.terms)
+            self.terms.append(ranks)
+        return _TERM_BASE + t * _TERM_STRIDE + o
+
+    def decode(self, v: int) -> tuple[tuple[int, ...], int]:
+        """``(contributing ranks, vector offset)`` of a defined label."""
+        if v >= _TERM_BASE:
+            t, o = divmod(v - _TERM_BASE, _TERM_STRIDE)
+            return self.terms[t], o
+        k = bisect_right(self.bases, v) - 1
+        inp = self.inputs[k]
+        return (inp.rank,), inp.offset + v - self.bases[k]
+
     def describe_label(self, v: int, length: int) -> str:
         if v < 0:
             return "undefined bytes"
+        if v >= _TERM_BASE:
+            ranks, o = self.decode(v)
+            return f"the reduction over ranks {list(ranks)} of {region_str(self.inputs[0].buf, o, length)}"
         k = bisect_right(self.bases, v) - 1
         inp = self.inputs[k]
         off = inp.offset + v - self.bases[k]
@@ -261,6 +313,9 @@ class _Verifier:
         return pieces
 
     def check_race(self, i: int, buf: int, off: int, length: int, writes: bool) -> None:
+        if writes and buf == Buf.SEND:
+            raise self.fail(i, f"writes {region_str(buf, off, length)}: the SEND buffer is the user's input "
+                               f"and read-only")
         if length == 0:
             return
         r = self.rank[i]
@@ -283,10 +338,14 @@ class _Verifier:
         kind, rank, peer, tag, buf, off, length = self.kind, self.rank, self.peer, self.tag, self.buf, self.off, self.len
         completed, requires = self.completed, self.requires
 
-        def transfer(snd: int, pieces: list, rcv: int) -> None:
+        sync = self.coll.synchronizes
+        know, recv_know = self.know, self.recv_know
+
+        def transfer(snd: int, pieces: list, known: int, rcv: int) -> None:
             if length[snd] != length[rcv]:
                 raise self.fail(rcv, f"matches {s.describe(snd)} of {length[snd]} bytes but expects {length[rcv]}")
             self.content[rank[rcv]][buf[rcv]].write(off[rcv], pieces, rcv)
+            recv_know[rcv] = known
             completed[snd] = completed[rcv] = 1
             for rr in (rank[snd], rank[rcv]):
                 if not queued[rr]:
@@ -300,6 +359,9 @@ class _Verifier:
             while i < end[r]:
                 if any(not completed[d] for d in requires[i]):
                     break
+                if sync:
+                    for d in requires[i]:
+                        know[r] |= recv_know.get(d, 0)
                 k = kind[i]
                 if k == Kind.SEND:
                     pieces = self.check_read(i, buf[i], off[i], length[i])
@@ -308,9 +370,9 @@ class _Verifier:
                     key = (r, peer[i], tag[i])
                     q = pend_recv.get(key)
                     if q:
-                        transfer(i, pieces, q.popleft())
+                        transfer(i, pieces, know[r], q.popleft())
                     else:
-                        pend_send.setdefault(key, deque()).append((i, pieces))
+                        pend_send.setdefault(key, deque()).append((i, pieces, know[r]))
                 elif k == Kind.RECV:
                     self.check_race(i, buf[i], off[i], length[i], writes=True)
                     if length[i]:
@@ -318,8 +380,8 @@ class _Verifier:
                     key = (peer[i], r, tag[i])
                     q = pend_send.get(key)
                     if q:
-                        snd, pieces = q.popleft()
-                        transfer(snd, pieces, i)
+                        snd, pieces, known = q.popleft()
+                        transfer(snd, pieces, known, i)
                     else:
                         pend_recv.setdefault(key, deque()).append(i)
                 elif k == Kind.COPY:
@@ -328,13 +390,16 @@ class _Verifier:
                     self.content[r][buf[i]].write(off[i], pieces, i)
                     completed[i] = 1
                 elif k == Kind.REDUCE:
-                    raise self.fail(i, "REDUCE operations are not verified yet (reductions arrive with [colls])")
+                    self.reduce(i)
+                    completed[i] = 1
                 else:
                     completed[i] = 1
                 i += 1
             nxt[r] = i
         self.check_finished(nxt, end, pend_send, pend_recv)
         self.check_postcondition()
+        if sync:
+            self.check_synchronized()
         summary = s.summary()
         return VerifyReport(self.p, summary["ops"], summary["messages"], summary["bytes_sent"])
 
@@ -359,8 +424,66 @@ class _Verifier:
             if q:
                 raise self.fail(q[0], "is never matched by a send")
 
+    def reduce(self, i: int) -> None:
+        """Execute ``dst = src op dst`` on labels, checking operation, alignment, duplicates and order."""
+        p = self.p
+        if not self.coll.reduces:
+            raise self.fail(i, f"{p.collective} does not reduce")
+        op, dt = REDUCTION_OPS[self.redop[i]], REDUCTION_DTYPES[self.dtype[i]]
+        if (op, dt) != (p.op, p.dtype):
+            raise self.fail(i, f"reduces {op}<{dt}> but the problem is {p.op}<{p.dtype}>")
+        n = self.len[i]
+        src = self.check_read(i, self.src_buf[i], self.src_off[i], n)
+        dst = self.check_read(i, self.buf[i], self.off[i], n)
+        self.check_race(i, self.buf[i], self.off[i], n, writes=True)
+        item = p.itemsize
+        if n % item:
+            raise self.fail(i, f"reduces {n} bytes, not a whole number of {dt} elements")
+        out: list[tuple[int, int, int, int]] = []
+        cuts = sorted({x for piece in src + dst for x in piece[:2]})
+        si = di = 0
+        prev: tuple | None = None
+        for a, b in zip(cuts, cuts[1:]):
+            while src[si][1] <= a:
+                si += 1
+            while dst[di][1] <= a:
+                di += 1
+            s_ranks, s_o = self.decode(src[si][2] + a - src[si][0])
+            d_ranks, d_o = self.decode(dst[di][2] + a - dst[di][0])
+            if s_o != d_o:
+                raise self.fail(i, f"combines vector offset {s_o} with offset {d_o}")
+            if s_o % item and prev != (s_ranks, d_ranks, s_o):
+                raise self.fail(i, f"element at vector offset {s_o - s_o % item} mixes bytes of different "
+                                   f"partial results")
+            twice = set(s_ranks) & set(d_ranks)
+            if twice:
+                raise self.fail(i, f"combines the contribution of rank {min(twice)} twice (ranks {list(s_ranks)} "
+                                   f"with ranks {list(d_ranks)})")
+            if not p.commutative and s_ranks[-1] + 1 != d_ranks[0]:
+                raise self.fail(i, f"combines ranks {list(s_ranks)} op ranks {list(d_ranks)}: out of order for a "
+                                   f"non-commutative operation")
+            out.append((a, b, self.term_label(s_ranks + d_ranks, s_o), i))
+            prev = (s_ranks, d_ranks, s_o + b - a)
+        self.content[self.rank[i]][self.buf[i]].write(self.off[i], out, i)
+
+    def check_synchronized(self) -> None:
+        P = self.p.procs
+        full = (1 << P) - 1
+        final = list(self.know)
+        for op, known in self.recv_know.items():
+            final[self.rank[op]] |= known
+        for r in range(P):
+            if final[r] != full:
+                q = next(q for q in range(P) if not final[r] >> q & 1)
+                raise VerificationError(
+                    f"barrier: rank {r} can finish before rank {q} has entered: no chain of receives it waits "
+                    f"for starts at rank {q}", rank=r)
+
     def check_postcondition(self) -> None:
         for pl in self.coll.outputs(self.p):
+            if not isinstance(pl, Placement):
+                self.check_reduction(pl)
+                continue
             want = self.label_of(pl.origin_rank, pl.origin_buf, pl.origin_offset)
             for s, e, v, _ in self.content[pl.rank][pl.buf].read(pl.offset, pl.length):
                 if want is None or v != want + s:
@@ -369,3 +492,15 @@ class _Verifier:
                     raise VerificationError(
                         f"postcondition of {self.p.collective}: rank {pl.rank} ends with {where} holding "
                         f"{self.describe_label(v, e - s)}, but it must hold {expected}", rank=pl.rank)
+
+    def check_reduction(self, out: Any) -> None:
+        everyone = tuple(range(self.p.procs))
+        for s, e, v, _ in self.content[out.rank][out.buf].read(out.offset, out.length):
+            want = self.term_label(everyone, out.origin_offset + s)
+            if v != want:
+                where = region_str(out.buf, out.offset + s, e - s)
+                raise VerificationError(
+                    f"postcondition of {self.p.collective}: rank {out.rank} ends with {where} holding "
+                    f"{self.describe_label(v, e - s)}, but it must hold the reduction over all ranks "
+                    f"{'in rank order ' if not self.p.commutative else ''}of "
+                    f"{region_str(out.origin_buf, out.origin_offset + s, e - s)}", rank=out.rank)

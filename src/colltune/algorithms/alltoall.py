@@ -1,0 +1,216 @@
+"""All-to-all algorithms: direct and rotated exchange (paper 003 section 5), pairwise exchange and
+receives-first with XOR-ordered sends (paper 001 Fig. 13, Alltoall_A and Alltoall_B), Bruck, and
+a linear exchange with a bounded number of outstanding requests.
+
+Buffer convention (see :mod:`colltune.collectives`): rank ``s``'s SEND block ``d`` (``m`` bytes
+at ``d*m``) ends as rank ``d``'s RECV block ``s``.  Every algorithm first copies a rank's own
+block locally.
+"""
+
+from __future__ import annotations
+
+from colltune.algorithms.registry import Param, register
+from colltune.algorithms.tags import TAG_DATA
+from colltune.collectives import Problem
+from colltune.schedule import Buf, Region, ScheduleBuilder
+
+#: Default bound on outstanding sends (and receives) of the throttled linear exchange: MPICH's
+#: MPIR_CVAR_ALLTOALL_THROTTLE default of 32.
+DEFAULT_MAX_OUTSTANDING = 32
+
+
+def _copy_own(b: ScheduleBuilder, r: int, m: int) -> None:
+    b.copy(r, Region(Buf.SEND, r * m, m), Region(Buf.RECV, r * m, m))
+
+
+def _exchange(b: ScheduleBuilder, r: int, m: int, send_to: list[int], recv_from: list[int],
+              recvs_first: bool = True) -> None:
+    """Post receives from ``recv_from`` and sends to ``send_to`` all at once (receives first, or
+    interleaved one receive then one send)."""
+    def recv(s: int) -> None:
+        b.recv(r, s, Region(Buf.RECV, s * m, m), TAG_DATA)
+
+    def send(d: int) -> None:
+        b.send(r, d, Region(Buf.SEND, d * m, m), TAG_DATA)
+
+    if recvs_first:
+        for s in recv_from:
+            recv(s)
+        for d in send_to:
+            send(d)
+    else:
+        for s, d in zip(recv_from, send_to):
+            recv(s)
+            send(d)
+
+
+@register("alltoall", "direct", source="paper 003 section 5 (Direct Exchange, LAM 6.5.2)", aliases=("linear",))
+def _alltoall_direct(b: ScheduleBuilder, problem: Problem) -> None:
+    """Direct exchange: every rank posts all its receives, then sends to ranks 0, 1, ..., P-1 in
+    the same order as every other rank.
+
+    One round; every rank starts by sending to rank 0, so ranks are hit one at a time
+    (paper 003 section 5); cost between the bounds of paper 003 Table 3.
+    """
+    P, m = problem.procs, problem.size
+    if m == 0:
+        return
+    for r in range(P):
+        _copy_own(b, r, m)
+        others = [i for i in range(P) if i != r]
+        _exchange(b, r, m, others, others)
+
+
+@register("alltoall", "direct_rotated", source="paper 003 section 5 (optimised Direct Exchange, LAM 7, MPICH 1.2.5)",
+          aliases=("rotated",))
+def _alltoall_rotated(b: ScheduleBuilder, problem: Problem) -> None:
+    """Rotated direct exchange: rank r receives from r-1, r-2, ... and sends to r+1, r+2, ...,
+    all at once.
+
+    One round; in every position of the send order each rank has a different destination, so no
+    rank is flooded; cost between the bounds of paper 003 Table 3.
+    """
+    P, m = problem.procs, problem.size
+    if m == 0:
+        return
+    for r in range(P):
+        _copy_own(b, r, m)
+        _exchange(b, r, m, [(r + i) % P for i in range(1, P)], [(r - i) % P for i in range(1, P)], False)
+
+
+def pairing(procs: int, step: int, rank: int) -> int:
+    """The partner of ``rank`` in ``step`` of a perfect pairing schedule, or ``rank`` itself if idle.
+
+    Powers of two: ``rank XOR step`` for steps 1..P-1.  Otherwise the round-robin tournament
+    (a 1-factorisation of the complete graph): with Q = P if P is odd, else P-1, in step
+    ``i = 0..Q-1`` rank ``r < Q`` meets ``(i - r) mod Q``; when that is ``r`` itself, it meets
+    rank Q (P even) or sits the step out (P odd).
+    """
+    if procs & (procs - 1) == 0:
+        return rank ^ step
+    q = procs if procs % 2 else procs - 1
+    if rank == q:
+        return next(r for r in range(q) if (2 * r) % q == step % q)
+    partner = (step - rank) % q
+    if partner == rank:
+        return q if procs % 2 == 0 else rank
+    return partner
+
+
+def pairing_steps(procs: int) -> range:
+    """The steps of :func:`pairing`: 1..P-1 for powers of two, else 0..Q-1."""
+    if procs & (procs - 1) == 0:
+        return range(1, procs)
+    return range(procs if procs % 2 else procs - 1)
+
+
+@register("alltoall", "pairwise_exchange", source="paper 001 Fig. 13 (Alltoall_A), eq. 18 and 23",
+          aliases=("alltoall_a", "pairwise"))
+def _alltoall_pairwise(b: ScheduleBuilder, problem: Problem) -> None:
+    """Pairwise exchange: in each step, rank r exchanges one block with a partner and waits for both
+    messages before the next step.
+
+    Partners are r XOR i (i = 1..P-1) for powers of two (paper 001 Alltoall_A); otherwise a
+    round-robin tournament pairs the ranks (P-1 steps for even P, P steps with one rank idle for
+    odd P).  PlogP cost (P-1)(g(m) + L) (paper 001 eq. 18).
+    """
+    P, m = problem.procs, problem.size
+    if m == 0:
+        return
+    for r in range(P):
+        _copy_own(b, r, m)
+        for step in pairing_steps(P):
+            partner = pairing(P, step, r)
+            if partner != r:
+                b.fence(r)
+                _exchange(b, r, m, [partner], [partner])
+
+
+@register("alltoall", "recv_all_xor_sends", source="paper 001 Fig. 13 (Alltoall_B), eq. 19",
+          aliases=("alltoall_b",))
+def _alltoall_xor(b: ScheduleBuilder, problem: Problem) -> None:
+    """Receives first, then sends in XOR order: rank r posts every receive, then sends to r XOR 1,
+    r XOR 2, ..., each send waiting for the previous one.
+
+    For P not a power of two, the XOR order runs over the next power of two and skips partners
+    >= P.  PlogP cost (P-1) g(m) + L (paper 001 eq. 19).
+    """
+    P, m = problem.procs, problem.size
+    if m == 0:
+        return
+    span = 1 << max(P - 1, 0).bit_length()
+    for r in range(P):
+        _copy_own(b, r, m)
+        for s in range(P):
+            if s != r:
+                b.recv(r, s, Region(Buf.RECV, s * m, m), TAG_DATA)
+        previous: list[int] = []
+        for i in range(1, span):
+            d = r ^ i
+            if d < P:
+                previous = [b.send(r, d, Region(Buf.SEND, d * m, m), TAG_DATA, requires=previous)]
+
+
+@register("alltoall", "bruck", source="Bruck et al. 1997; Thakur, Rabenseifner, Gropp 2005 (Bruck all-to-all)")
+def _alltoall_bruck(b: ScheduleBuilder, problem: Problem) -> None:
+    """Bruck: ceil(log2 P) steps; in the step of distance k, rank r sends to r+k every block whose
+    (rotated) index has bit k set, packed into one message.
+
+    Rank r keeps its blocks in SCRATCH rotated so that slot j is bound for rank r+j; after the
+    steps slot j holds the block from rank r-j, which is copied to its place.  Each block
+    travels up to log2 P times, so this is for small blocks; Hockney cost
+    ceil(log2 P) alpha + (m P / 2) log2(P) beta.
+    """
+    P, m = problem.procs, problem.size
+    if m == 0:
+        return
+    steps = []
+    k = 1
+    while k < P:
+        steps.append((k, [j for j in range(P) if j & k]))
+        k *= 2
+    most = max((len(js) for _, js in steps), default=0)
+    pack, unpack = P * m, P * m + most * m  # scratch offsets of the packing and receiving areas
+    for r in range(P):
+        b.need_scratch(r, P * m + 2 * most * m)
+        for j in range(P):
+            b.copy(r, Region(Buf.SEND, (r + j) % P * m, m), Region(Buf.SCRATCH, j * m, m))
+        for k, js in steps:
+            b.fence(r)
+            for i, j in enumerate(js):
+                b.copy(r, Region(Buf.SCRATCH, j * m, m), Region(Buf.SCRATCH, pack + i * m, m))
+            got = b.recv(r, (r - k) % P, Region(Buf.SCRATCH, unpack, len(js) * m), TAG_DATA)
+            b.send(r, (r + k) % P, Region(Buf.SCRATCH, pack, len(js) * m), TAG_DATA)
+            for i, j in enumerate(js):
+                b.copy(r, Region(Buf.SCRATCH, unpack + i * m, m), Region(Buf.SCRATCH, j * m, m), requires=[got])
+        for j in range(P):
+            b.copy(r, Region(Buf.SCRATCH, j * m, m), Region(Buf.RECV, (r - j) % P * m, m))
+
+
+@register("alltoall", "linear_throttled", source="MPICH alltoall with MPIR_CVAR_ALLTOALL_THROTTLE; Open MPI linear_sync",
+          params=(Param("max_outstanding", int, DEFAULT_MAX_OUTSTANDING,
+                        "at most this many sends and this many receives in flight per rank", minimum=1),))
+def _alltoall_throttled(b: ScheduleBuilder, problem: Problem, max_outstanding: int) -> None:
+    """Linear exchange with at most k outstanding requests: rank r receives from r-1, r-2, ... and
+    sends to r+1, r+2, ..., the i-th receive (send) waiting for the (i-k)-th to complete.
+
+    A sliding window of k = `max_outstanding` receives and k sends; k >= P-1 is the rotated direct
+    exchange, k = 1 is a ring of one-at-a-time exchanges.
+    """
+    P, m = problem.procs, problem.size
+    if m == 0:
+        return
+    k = max_outstanding
+
+    def window(ops: list[int]) -> list[int]:
+        """The op k places back, which must complete before the next one starts."""
+        return [ops[-k]] if len(ops) >= k else []
+
+    for r in range(P):
+        _copy_own(b, r, m)
+        recvs: list[int] = []
+        sends: list[int] = []
+        for i in range(1, P):
+            s, d = (r - i) % P, (r + i) % P
+            recvs.append(b.recv(r, s, Region(Buf.RECV, s * m, m), TAG_DATA, requires=window(recvs)))
+            sends.append(b.send(r, d, Region(Buf.SEND, d * m, m), TAG_DATA, requires=window(sends)))

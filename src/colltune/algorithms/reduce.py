@@ -1,0 +1,484 @@
+"""Reduce and allreduce algorithms.
+
+Buffer convention (see :mod:`colltune.collectives`): every rank's SEND buffer holds its
+vector of ``m`` bytes (whole elements of the problem's dtype); the root's RECV (every
+rank's, for allreduce) ends with ``x_0 op x_1 op ... op x_{P-1}``.  SEND is never written:
+partial results live in RECV where the rank has one, else in SCRATCH.
+
+A ``REDUCE`` op computes ``dst = src op dst`` (:mod:`colltune.schedule.ir`), so the result
+lands in the region of the *right* operand.  The algorithms here keep rank order where the
+registry says so (``needs_commutative=False``): every partial result covers a contiguous run
+of ranks and is combined as lower run op upper run.  The verifier checks this for every P.
+Trees that would reorder ranks (a binomial tree rooted at a root other than 0) are used
+only for commutative operations; otherwise the tree is rooted at rank 0 and the result
+takes one more hop to the root, as MPICH does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from colltune.algorithms.bcast import DEFAULT_SEGMENT, tree_bcast
+from colltune.algorithms.chunks import segments
+from colltune.algorithms.registry import Param, register
+from colltune.algorithms.tags import TAG_DATA
+from colltune.algorithms.trees import binomial_tree
+from colltune.collectives import Problem
+from colltune.schedule import Buf, Region, ScheduleBuilder
+
+SEGMENT_SIZE = Param("segment_size", int, DEFAULT_SEGMENT,
+                     "bytes per segment, rounded down to whole elements (at least one)", minimum=1, unit="bytes")
+
+
+def element_bounds(n: int, itemsize: int, parts: int) -> list[int]:
+    """Byte boundaries of ``n`` bytes cut into ``parts`` runs of whole elements whose counts differ by
+    at most one (paper 002 eq. 3 applied to elements)."""
+    count = n // itemsize
+    return [i * count // parts * itemsize for i in range(parts + 1)]
+
+
+def element_segments(n: int, itemsize: int, segment_size: int) -> list[tuple[int, int]]:
+    """``(offset, length)`` segments of ``n`` bytes, each a whole number of elements of at most
+    ``segment_size`` bytes (but at least one element)."""
+    return segments(n, max(itemsize, segment_size - segment_size % itemsize))
+
+
+class _Reducer:
+    """Adds REDUCE ops with the problem's operation and dtype."""
+
+    def __init__(self, b: ScheduleBuilder, problem: Problem):
+        self.b = b
+        self.p = problem
+
+    def __call__(self, rank: int, lower: Region, upper: Region, requires: list[int] | tuple = ()) -> Region:
+        """``upper = lower op upper``; returns where the result is (``upper``)."""
+        if lower.length:
+            self.b.reduce(rank, lower, upper, str(self.p.op), str(self.p.dtype), requires=requires)
+        return upper
+
+
+def binomial_reduce(b: ScheduleBuilder, problem: Problem, target: int) -> None:
+    """Binomial-tree reduction of every rank's SEND into ``target``'s RECV.
+
+    Relative rank r receives the partial results of its children r+1, r+2, r+4, ... (each into
+    its own slot) and combines them in that order, so its result covers the run r..r+size-1;
+    then it sends the result to its parent.  The tree is rooted at ``target`` for commutative
+    operations, else at rank 0, which then sends the result to ``target``.
+    """
+    P, n = problem.procs, problem.size
+    if n == 0:
+        return
+    red = _Reducer(b, problem)
+    top = target if problem.commutative else 0
+    tree = binomial_tree(P)
+    own = Region(Buf.SEND, 0, n)
+
+    def rank(rel: int) -> int:
+        return (rel + top) % P
+
+    for rel in tree.preorder:
+        me = rank(rel)
+        kids = sorted(tree.children[rel])
+        slots = [Region(Buf.SCRATCH, i * n, n) for i in range(len(kids))]
+        if rel == 0 and me == target and kids:
+            slots[-1] = Region(Buf.RECV, 0, n)
+        b.need_scratch(me, sum(s.length for s in slots if s.buf == Buf.SCRATCH))
+        got = [b.recv(me, rank(c), slot, TAG_DATA) for c, slot in zip(kids, slots)]
+        acc = own
+        for slot, g in zip(slots, got):
+            acc = red(me, acc, slot, requires=[g])
+        if rel:
+            b.send(me, rank(tree.parent[rel]), acc, TAG_DATA)
+        elif me == target:
+            if not kids:
+                b.copy(me, own, Region(Buf.RECV, 0, n))
+        else:
+            b.send(me, target, acc, TAG_DATA)
+            b.recv(target, me, Region(Buf.RECV, 0, n), TAG_DATA)
+
+
+@register("reduce", "flat_tree", source="MPICH/Open MPI linear reduce", aliases=("linear", "flat"))
+def _reduce_flat(b: ScheduleBuilder, problem: Problem) -> None:
+    """Flat tree: every rank sends its vector to the root, which combines them from the highest rank down.
+
+    The root receives x_{P-1} into RECV and every other vector into its own SCRATCH slot (all at
+    once), then computes x_k op acc for k = P-2 .. 0; rank order is kept.  Cost about
+    (P-1)(g(m) + gamma m) + L, with gamma the time per byte of the operation.
+    """
+    P, root, n = problem.procs, problem.root, problem.size
+    if n == 0:
+        return
+    red = _Reducer(b, problem)
+    acc = Region(Buf.RECV, 0, n)
+    top = P - 1
+    first = [b.recv(root, top, acc, TAG_DATA)] if top != root else []
+    if top == root:
+        b.copy(root, Region(Buf.SEND, 0, n), acc)
+    lower = [k for k in range(top - 1, -1, -1)]
+    slots: dict[int, tuple[Region, list[int]]] = {}
+    for i, k in enumerate(x for x in lower if x != root):
+        slot = Region(Buf.SCRATCH, i * n, n)
+        slots[k] = (slot, [b.recv(root, k, slot, TAG_DATA)])
+    b.need_scratch(root, len(slots) * n)
+    for k in lower:
+        region, got = slots.get(k, (Region(Buf.SEND, 0, n), []))
+        red(root, region, acc, requires=got + first)
+    for r in range(P):
+        if r != root:
+            b.send(r, root, Region(Buf.SEND, 0, n), TAG_DATA)
+
+
+@register("reduce", "binomial_tree", source="MPICH binomial reduce; Thakur, Rabenseifner, Gropp 2005",
+          aliases=("binomial",))
+def _reduce_binomial(b: ScheduleBuilder, problem: Problem) -> None:
+    """Binomial tree: in round j, every rank whose relative rank has bit j set sends its partial result
+    to the rank 2^j below it, which combines it with its own.
+
+    ceil(log2 P) rounds; Hockney cost log2(P)(alpha + m beta + m gamma).  Rooted at the root for
+    commutative operations; otherwise rooted at rank 0 with one more hop, keeping rank order.
+    """
+    binomial_reduce(b, problem, problem.root)
+
+
+def _chain_reduce(b: ScheduleBuilder, problem: Problem, segment_size: int | None) -> None:
+    """Chain from the highest (relative) rank down to the root, in segments.
+
+    Each rank posts the receives of every segment from the rank above it, combines its own
+    segment into each as it arrives (own op incoming) and passes it down.  For a non-commutative
+    operation the chain runs P-1 -> ... -> 0 in absolute ranks and rank 0 sends the result to the root.
+    """
+    P, root, n = problem.procs, problem.root, problem.size
+    if n == 0:
+        return
+    red = _Reducer(b, problem)
+    top = root if problem.commutative else 0
+    segs = element_segments(n, problem.itemsize, segment_size or n)
+
+    def rank(rel: int) -> int:
+        return (rel + top) % P
+
+    if P == 1:
+        b.copy(root, Region(Buf.SEND, 0, n), Region(Buf.RECV, 0, n))
+        return
+    for rel in range(P - 1, -1, -1):
+        me = rank(rel)
+        if rel == P - 1:
+            for o, ln in segs:
+                b.send(me, rank(rel - 1), Region(Buf.SEND, o, ln), TAG_DATA)
+            continue
+        into = Buf.RECV if me == root and rel == 0 else Buf.SCRATCH
+        if into == Buf.SCRATCH:
+            b.need_scratch(me, n)
+        got = [b.recv(me, rank(rel + 1), Region(into, o, ln), TAG_DATA) for o, ln in segs]
+        for (o, ln), g in zip(segs, got):
+            acc = red(me, Region(Buf.SEND, o, ln), Region(into, o, ln), requires=[g])
+            if rel:
+                b.send(me, rank(rel - 1), acc, TAG_DATA)
+            elif me != root:
+                b.send(me, root, acc, TAG_DATA)
+    if rank(0) != root:
+        for o, ln in segs:
+            b.recv(root, rank(0), Region(Buf.RECV, o, ln), TAG_DATA)
+
+
+@register("reduce", "chain", source="paper 003 Table 1 (Chain), reversed for reduce")
+def _reduce_chain(b: ScheduleBuilder, problem: Problem) -> None:
+    """Chain: the highest relative rank sends its vector down; each rank combines its own into it and
+    passes it on, until it reaches the root.
+
+    P-1 steps of the whole vector; cost (P-1)(g(m) + gamma m + L).  Keeps rank order (for a
+    non-commutative operation the chain ends at rank 0, which forwards to the root).
+    """
+    _chain_reduce(b, problem, None)
+
+
+@register("reduce", "chain_segmented", source="paper 003 Table 1 (Seg. Chain (Pipeline)), reversed for reduce",
+          params=(SEGMENT_SIZE,), aliases=("pipeline",))
+def _reduce_chain_segmented(b: ScheduleBuilder, problem: Problem, segment_size: int) -> None:
+    """Pipelined chain: as the chain, in segments of `segment_size` bytes, so that a rank combines and
+    forwards segment k while segment k+1 arrives.
+
+    Cost (P-1)(g(s) + gamma s + L) + (k-1)(g(s) + gamma s) for k segments of s bytes.
+    """
+    _chain_reduce(b, problem, segment_size)
+
+
+class _Halving:
+    """Rabenseifner's reduce-scatter by recursive halving, for any P, keeping rank order.
+
+    With p2 the largest power of two <= P and rem = P - p2, ranks 2i and 2i+1 (i < rem) first
+    fold: 2i sends its vector to 2i+1, which keeps x_{2i} op x_{2i+1}.  The p2 remaining ranks
+    get new ranks 0..p2-1 in rank order.  The vector is cut into p2 pieces of whole elements;
+    in the step of distance d = 1, 2, 4, ..., new rank q and q XOR d split their common window
+    of pieces, each keeping one half and combining the partner's partial result of it (lower
+    ranks' run first).  Each rank's result then covers the run of ranks of its aligned group.
+    """
+
+    def __init__(self, b: ScheduleBuilder, problem: Problem, work: Callable[[int], Buf]):
+        self.b, self.p = b, problem
+        P, n = problem.procs, problem.size
+        self.red = _Reducer(b, problem)
+        self.p2 = 1 << (P.bit_length() - 1)
+        self.rem = P - self.p2
+        self.bounds = element_bounds(n, problem.itemsize, self.p2)
+        self.work = {r: Region(work(r), 0, n) for r in range(P)}
+        self.temp = {}
+        for r in range(P):
+            base = n if self.work[r].buf == Buf.SCRATCH else 0
+            self.temp[r] = base
+            b.need_scratch(r, base + 2 * n)
+        self.windows: dict[int, list[tuple[int, int]]] = {}
+
+    def old(self, q: int) -> int:
+        return 2 * q + 1 if q < self.rem else q + self.rem
+
+    def new(self, r: int) -> int | None:
+        if r < 2 * self.rem:
+            return r // 2 if r % 2 else None
+        return r - self.rem
+
+    def piece(self, r: int, lo: int, hi: int) -> Region:
+        w = self.work[r]
+        return Region(w.buf, self.bounds[lo], self.bounds[hi] - self.bounds[lo])
+
+    def fold(self) -> None:
+        b, n = self.b, self.p.size
+        for r in range(self.p.procs):
+            if self.new(r) is None:
+                b.send(r, r + 1, Region(Buf.SEND, 0, n), TAG_DATA)
+                continue
+            b.copy(r, Region(Buf.SEND, 0, n), self.work[r])
+            if r < 2 * self.rem:
+                t = Region(Buf.SCRATCH, self.temp[r], n)
+                got = b.recv(r, r - 1, t, TAG_DATA)
+                self.red(r, t, self.work[r], requires=[got])
+            b.fence(r)
+
+    def combine(self, r: int, partner_is_lower: bool, incoming: Region, mine: Region, requires: list[int]) -> None:
+        """``mine = incoming op mine`` if the partner's run is lower, else ``mine op incoming``, into ``mine``."""
+        if partner_is_lower or self.p.commutative:
+            self.red(r, incoming, mine, requires=requires)
+        elif mine.length:
+            self.red(r, mine, incoming, requires=requires)
+            self.b.copy(r, incoming, mine)
+
+    def reduce_scatter(self) -> None:
+        b = self.b
+        for q in range(self.p2):
+            r = self.old(q)
+            lo, hi = 0, self.p2
+            steps = []
+            d = 1
+            while d < self.p2:
+                partner = self.old(q ^ d)
+                mid = (lo + hi) // 2
+                keep, give = ((lo, mid), (mid, hi)) if q & d == 0 else ((mid, hi), (lo, mid))
+                mine = self.piece(r, *keep)
+                t = Region(Buf.SCRATCH, self.temp[r], mine.length)
+                deps = []
+                if mine.length:
+                    deps.append(b.recv(r, partner, t, TAG_DATA))
+                out = self.piece(r, *give)
+                if out.length:
+                    deps.append(b.send(r, partner, out, TAG_DATA))
+                self.combine(r, q & d != 0, t, mine, deps)
+                b.fence(r)
+                steps.append((lo, hi))
+                lo, hi = keep
+                d *= 2
+            steps.append((lo, hi))
+            self.windows[q] = steps
+
+    def allgather(self) -> None:
+        """Recursive doubling in reverse order of the halving: partners swap their windows until
+        every new rank has the whole result, then the folded-out ranks get it from their partner."""
+        b = self.b
+        for q in range(self.p2):
+            r = self.old(q)
+            wins = self.windows[q]
+            d = self.p2 // 2
+            step = len(wins) - 1
+            while d >= 1:
+                partner = self.old(q ^ d)
+                lo, hi = wins[step]
+                plo, phi = wins[step - 1]
+                other = (hi, phi) if lo == plo else (plo, lo)
+                out, into = self.piece(r, lo, hi), self.piece(r, *other)
+                if into.length:
+                    b.recv(r, partner, into, TAG_DATA)
+                if out.length:
+                    b.send(r, partner, out, TAG_DATA)
+                b.fence(r)
+                step -= 1
+                d //= 2
+        for i in range(self.rem):
+            b.send(2 * i + 1, 2 * i, self.work[2 * i + 1], TAG_DATA)
+            b.recv(2 * i, 2 * i + 1, self.work[2 * i], TAG_DATA)
+
+    def gather(self, root: int) -> None:
+        """Reverse of the halving towards the root's new rank (its fold partner's if it folded out):
+        in each step the rank of a pair on the root's side receives the other's window."""
+        b = self.b
+        target = self.new(root)
+        if target is None:
+            target = self.new(root + 1)
+        assert target is not None
+        for q in range(self.p2):
+            r = self.old(q)
+            wins = self.windows[q]
+            d = self.p2 // 2
+            step = len(wins) - 1
+            while d >= 1:
+                partner = self.old(q ^ d)
+                lo, hi = wins[step]
+                plo, phi = wins[step - 1]
+                if (q & d) != (target & d):
+                    out = self.piece(r, lo, hi)
+                    if out.length:
+                        b.send(r, partner, out, TAG_DATA)
+                    break
+                other = (hi, phi) if lo == plo else (plo, lo)
+                into = self.piece(r, *other)
+                if into.length:
+                    b.recv(r, partner, into, TAG_DATA)
+                b.fence(r)
+                step -= 1
+                d //= 2
+        last = self.old(target)
+        if last != root:
+            b.send(last, root, self.work[last], TAG_DATA)
+            b.recv(root, last, Region(Buf.RECV, 0, self.p.size), TAG_DATA)
+
+
+@register("reduce", "reduce_scatter_gather", source="Rabenseifner 2004; Thakur, Rabenseifner, Gropp 2005",
+          aliases=("rabenseifner",))
+def _reduce_rabenseifner(b: ScheduleBuilder, problem: Problem) -> None:
+    """Reduce-scatter by recursive halving, then a binomial gather of the pieces to the root
+    (Rabenseifner's algorithm), for any P.
+
+    Ranks beyond the largest power of two p2 fold into a partner first.  Hockney cost about
+    2 log2(p2) alpha + 2 (p2-1)/p2 m beta + (p2-1)/p2 m gamma (plus m beta + m gamma when folding);
+    the choice for long vectors.  Keeps rank order.
+    """
+    if problem.size == 0:
+        return
+    h = _Halving(b, problem, lambda r: Buf.RECV if r == problem.root else Buf.SCRATCH)
+    h.fold()
+    h.reduce_scatter()
+    h.gather(problem.root)
+
+
+@register("allreduce", "reduce_bcast", source="MPICH/Open MPI basic allreduce (reduce, then broadcast)")
+def _allreduce_reduce_bcast(b: ScheduleBuilder, problem: Problem) -> None:
+    """Reduce + broadcast: a binomial reduce to rank 0, then a binomial broadcast of the result.
+
+    2 ceil(log2 P) rounds; Hockney cost 2 log2(P)(alpha + m beta) + log2(P) m gamma.  Keeps rank order.
+    """
+    P, n = problem.procs, problem.size
+    if n == 0:
+        return
+    binomial_reduce(b, problem, 0)
+    for r in range(P):
+        b.fence(r)
+    tree_bcast(b, P, 0, n, binomial_tree(P))
+
+
+@register("allreduce", "recursive_doubling", source="Thakur, Rabenseifner, Gropp 2005 (recursive doubling)")
+def _allreduce_recursive_doubling(b: ScheduleBuilder, problem: Problem) -> None:
+    """Recursive doubling: in step j, rank q exchanges its whole partial result with q XOR 2^j and
+    combines (lower run first).
+
+    Ranks beyond the largest power of two fold into a partner first and get the result back at the
+    end.  log2(p2) steps; Hockney cost log2(p2)(alpha + m beta + m gamma); for short vectors.
+    """
+    n = problem.size
+    if n == 0:
+        return
+    h = _Halving(b, problem, lambda r: Buf.RECV)
+    h.fold()
+    for q in range(h.p2):
+        r = h.old(q)
+        d = 1
+        while d < h.p2:
+            partner = h.old(q ^ d)
+            t = Region(Buf.SCRATCH, h.temp[r], n)
+            got = b.recv(r, partner, t, TAG_DATA)
+            sent = b.send(r, partner, h.work[r], TAG_DATA)
+            h.combine(r, q & d != 0, t, h.work[r], [got, sent])
+            b.fence(r)
+            d *= 2
+    for i in range(h.rem):
+        b.send(2 * i + 1, 2 * i, h.work[2 * i + 1], TAG_DATA)
+        b.recv(2 * i, 2 * i + 1, h.work[2 * i], TAG_DATA)
+
+
+@register("allreduce", "ring", source="Patarasuk and Yuan 2009; Thakur, Rabenseifner, Gropp 2005 (ring)",
+          params=(SEGMENT_SIZE,), needs_commutative=True)
+def _allreduce_ring(b: ScheduleBuilder, problem: Problem, segment_size: int) -> None:
+    """Ring: a ring reduce-scatter (in step s, rank r sends piece r-s to r+1 and combines piece r-s-1
+    from r-1) then a ring allgather, each piece sent in segments of `segment_size` bytes.
+
+    2(P-1) steps; Hockney cost 2(P-1) alpha + 2 (P-1)/P m beta + (P-1)/P m gamma, bandwidth-optimal.
+    A rank combines and forwards segment k as soon as it arrives.  Pieces are combined in ring order,
+    so the operation must be commutative.
+    """
+    P, n, item = problem.procs, problem.size, problem.itemsize
+    if n == 0:
+        return
+    red = _Reducer(b, problem)
+    bounds = element_bounds(n, item, P)
+
+    def segs(block: int) -> list[Region]:
+        lo = bounds[block]
+        return [Region(Buf.RECV, lo + o, ln) for o, ln in element_segments(bounds[block + 1] - lo, item, segment_size)]
+
+    most = max(bounds[i + 1] - bounds[i] for i in range(P))
+    for r in range(P):
+        b.copy(r, Region(Buf.SEND, 0, n), Region(Buf.RECV, 0, n))
+        if P == 1:
+            continue
+        b.need_scratch(r, 2 * most)
+        left, right = (r - 1) % P, (r + 1) % P
+
+        def temp(step: int, seg: Region, block: int) -> Region:
+            return Region(Buf.SCRATCH, (step % 2) * most + seg.offset - bounds[block], seg.length)
+
+        incoming = [[b.recv(r, left, temp(0, s, (r - 1) % P), TAG_DATA) for s in segs((r - 1) % P)]]
+        for s in segs(r):
+            b.send(r, right, s, TAG_DATA)
+        for step in range(P - 1):
+            now, nxt = (r - step - 1) % P, (r - step - 2) % P
+            now_segs, next_segs = segs(now), segs(nxt) if step + 1 < P - 1 else []
+            incoming.append([])
+            for k in range(max(len(now_segs), len(next_segs))):
+                if k < len(now_segs):
+                    red(r, temp(step, now_segs[k], now), now_segs[k], requires=[incoming[step][k]])
+                    if step + 1 < P - 1:
+                        b.send(r, right, now_segs[k], TAG_DATA)
+                if k < len(next_segs):
+                    incoming[step + 1].append(b.recv(r, left, temp(step + 1, next_segs[k], nxt), TAG_DATA))
+        b.fence(r)
+        arrived: list[int] = []
+        for step in range(P - 1):
+            send_block, recv_block = (r + 1 - step) % P, (r - step) % P
+            got = [b.recv(r, left, s, TAG_DATA) for s in segs(recv_block)]
+            for k, s in enumerate(segs(send_block)):
+                b.send(r, right, s, TAG_DATA, requires=arrived[k:k + 1])
+            arrived = got
+
+
+@register("allreduce", "reduce_scatter_allgather", source="Rabenseifner 2004; Thakur, Rabenseifner, Gropp 2005",
+          aliases=("rabenseifner",))
+def _allreduce_rabenseifner(b: ScheduleBuilder, problem: Problem) -> None:
+    """Rabenseifner: reduce-scatter by recursive halving, then allgather by recursive doubling, for any P.
+
+    Ranks beyond the largest power of two p2 fold into a partner first and get the result back at
+    the end.  Hockney cost 2 log2(p2) alpha + 2 (p2-1)/p2 m beta + (p2-1)/p2 m gamma; the choice for
+    long vectors.  Keeps rank order.
+    """
+    if problem.size == 0:
+        return
+    h = _Halving(b, problem, lambda r: Buf.RECV)
+    h.fold()
+    h.reduce_scatter()
+    h.allgather()
