@@ -67,3 +67,10 @@ def test_failing_rank_ends_the_job(procs: int) -> None:
     res = run_mpi("fail_check.py", procs, timeout=120)
     assert res.returncode != 0
     assert "rank fails on purpose" in res.stderr
+
+
+@pytest.mark.parametrize("procs", PROCS)
+def test_every_other_collective_matches_native(procs: int) -> None:
+    res = run_mpi("colls_check.py", procs, timeout=400)
+    assert res.returncode == 0, f"stdout:\n{res.stdout}\nstderr:\n{res.stderr[-4000:]}"
+    assert f"colls_check: P={procs}" in res.stdout

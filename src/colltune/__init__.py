@@ -1,7 +1,8 @@
 """colltune: measure a network, model and verify collective algorithms, run the fastest over MPI.
 
 Schedules, the registry and the verifier import no MPI; the runtime (``plan``,
-``bcast``, ``Plan``) loads mpi4py on first use, so that ``colltune verify`` and
+``Plan`` and the collectives ``bcast``, ``scatter``, ``gather``, ``allgather``,
+``alltoall``, ``reduce``, ``allreduce``, ``barrier``) loads mpi4py on first use, so that ``colltune verify`` and
 ``colltune algorithms`` work without initialising MPI.
 """
 
@@ -27,7 +28,7 @@ try:
 except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0+unknown"
 
-_RUNTIME = ("Plan", "bcast", "plan")
+_RUNTIME = ("Plan", "allgather", "allreduce", "alltoall", "barrier", "bcast", "gather", "plan", "reduce", "scatter")
 
 
 def __getattr__(name: str) -> Any:
@@ -39,5 +40,6 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "COLLECTIVES", "REGISTRY", "Algorithm", "Buf", "ColltuneError", "Kind", "Param", "ParameterError", "Plan",
     "Problem", "Region", "Schedule", "ScheduleBuilder", "ScheduleError", "UnknownAlgorithmError",
-    "VerificationError", "VerifyReport", "__version__", "bcast", "plan", "register", "verify",
+    "VerificationError", "VerifyReport", "__version__", "allgather", "allreduce", "alltoall", "barrier", "bcast",
+    "gather", "plan", "reduce", "register", "scatter", "verify",
 ]

@@ -43,6 +43,23 @@ if P > 1:
     expect_error("algorithms differ", lambda: colltune.bcast(buf, algorithm=algo), "algorithm")
     local_bad = np.zeros(64, dtype=np.uint8) if me != 1 else np.zeros((8, 8), dtype=np.uint8)[:, ::2]
     expect_error("one rank's buffer not contiguous", lambda: colltune.bcast(local_bad), "rank 1: buf")
+ints = np.zeros(4, dtype=np.int32)
+out = np.zeros(4, dtype=np.int32)
+expect_error("reduction on bytes", lambda: colltune.allreduce(bytearray(8), bytearray(8)), "numpy arrays")
+expect_error("dtypes differ", lambda: colltune.allreduce(ints, out.astype(np.int64)), "dtype")
+expect_error("op undefined for dtype", lambda: colltune.allreduce(ints * 1.0, out * 1.0, op="band"), "band")
+expect_error("unknown op", lambda: colltune.allreduce(ints, out, op="mean"), "mean")
+expect_error("overlapping buffers", lambda: colltune.allreduce(out, out), "overlap")
+expect_error("recvbuf too small", lambda: colltune.allgather(ints, np.zeros(4 * P - 1, dtype=np.int32)),
+             "recvbuf")
+expect_error("alltoall has no root", lambda: colltune.plan("alltoall", ints, out, root=1), "no root")
+expect_error("wrong number of buffers", lambda: colltune.plan("gather", ints), "2 buffer")
+expect_error("op for a non-reduction", lambda: colltune.plan("allgather", ints, np.zeros(4 * P, np.int32), op="sum"),
+             "does not reduce")
+if P > 1:
+    mine = np.zeros(4 + (me == 1), dtype=np.int32)
+    expect_error("block sizes differ", lambda: colltune.allgather(mine, np.zeros(len(mine) * P, np.int32)),
+                 "size in bytes")
 comm.Barrier()
 if me == 0:
     print(f"errors_check: P={P}: every error raised on every rank")

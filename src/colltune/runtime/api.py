@@ -8,16 +8,19 @@ every rank instead of failing on one rank while the others hang.
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from mpi4py import MPI
 
 from colltune.algorithms import REGISTRY
-from colltune.collectives import Problem, get_collective
+from colltune.collectives import COLLECTIVES, Problem, get_collective
 from colltune.errors import ColltuneError, ParameterError, UnknownAlgorithmError
 from colltune.runtime.executor import ScheduleExecutor
-from colltune.schedule import Buf
+from colltune.schedule import REDUCTION_DTYPES, Buf
 
 NATIVE = "native"
 
@@ -103,29 +106,114 @@ class Plan:
         self.free()
 
 
-def plan(collective: str, buf: Any, root: int = 0, comm: MPI.Comm | None = None, algorithm: str = NATIVE,
-         **params: Any) -> Plan:
-    """Build a plan for ``collective`` on ``buf`` (collective: call on every rank of ``comm``).
+#: The MPI operation of each reduction name.
+MPI_OPS: dict[str, MPI.Op] = {
+    "sum": MPI.SUM, "prod": MPI.PROD, "max": MPI.MAX, "min": MPI.MIN, "band": MPI.BAND, "bor": MPI.BOR,
+    "bxor": MPI.BXOR, "land": MPI.LAND, "lor": MPI.LOR,
+}
+
+#: The positional buffers of each collective, as in MPI.
+BUFFERS: dict[str, tuple[str, ...]] = {
+    name: ("buf",) if name == "bcast" else () if coll.synchronizes else ("sendbuf", "recvbuf")
+    for name, coll in COLLECTIVES.items()
+}
+
+_EMPTY = np.zeros(0, dtype=np.uint8)
+
+
+@dataclass
+class _Bound:
+    """The user's buffers of one rank as byte views, and what they imply."""
+
+    send: np.ndarray
+    recv: np.ndarray
+    size: int
+    dtype: str | None = None
+    typed: tuple[Any, Any] = (None, None)
+
+
+def _bind(collective: str, buffers: tuple[Any, ...], procs: int, me: int, root: int) -> _Bound:
+    """Check and view the user's buffers; raise :class:`ParameterError` naming the buffer."""
+    names = BUFFERS[collective]
+    if len(buffers) != len(names):
+        raise ParameterError(f"{collective} takes {len(names)} buffer(s) ({', '.join(names) or 'none'}), "
+                             f"got {len(buffers)}")
+    if collective == "bcast":
+        data = as_bytes(buffers[0])
+        return _Bound(_EMPTY, data, len(data))
+    if not names:
+        return _Bound(_EMPTY, _EMPTY, 0)
+    sendbuf, recvbuf = buffers
+    send_used = collective != "scatter" or me == root
+    recv_used = collective not in ("gather", "reduce") or me == root
+    send = as_bytes(sendbuf, "sendbuf", writable=False) if send_used else _EMPTY
+    recv = as_bytes(recvbuf, "recvbuf") if recv_used else _EMPTY
+    if len(send) and len(recv) and np.may_share_memory(send, recv):
+        raise ParameterError("sendbuf and recvbuf overlap (MPI_IN_PLACE is not supported)")
+    bound = _Bound(send, recv, len(send))
+    if collective == "scatter":
+        bound.size = len(recv)
+    elif collective == "alltoall":
+        if len(send) % procs:
+            raise ParameterError(f"sendbuf has {len(send)} bytes, not {procs} equal blocks")
+        bound.size = len(send) // procs
+    if get_collective(collective).reduces:
+        for name, buf, used in (("sendbuf", sendbuf, True), ("recvbuf", recvbuf, recv_used)):
+            if used and not isinstance(buf, np.ndarray):
+                raise ParameterError(f"{name}: {collective} needs numpy arrays (their dtype says what to combine)")
+        dtype = sendbuf.dtype
+        if recv_used and recvbuf.dtype != dtype:
+            raise ParameterError(f"recvbuf has dtype {recvbuf.dtype}, sendbuf {dtype}")
+        if dtype.name not in REDUCTION_DTYPES or not dtype.isnative:
+            raise ParameterError(f"sendbuf: dtype {dtype} cannot be reduced; valid: {', '.join(REDUCTION_DTYPES)} "
+                                 f"in native byte order")
+        bound.dtype = dtype.name
+        bound.typed = (sendbuf, recvbuf if recv_used else None)
+    return bound
+
+
+def plan(collective: str, *buffers: Any, root: int = 0, comm: MPI.Comm | None = None, algorithm: str = NATIVE,
+         op: str | None = None, **params: Any) -> Plan:
+    """Build a plan for ``collective`` on the given buffers (collective: call on every rank of ``comm``).
 
     Parameters
     ----------
-    collective: ``"bcast"``.
-    buf: the message buffer, numpy array or any contiguous writable buffer; its size in bytes
-        must be the same on every rank.
-    root: the root rank.
+    collective: one of :data:`~colltune.collectives.COLLECTIVES`.
+    buffers: the collective's buffers in MPI order (:data:`BUFFERS`): ``buf`` for bcast (in place),
+        none for barrier, else ``sendbuf, recvbuf``; numpy arrays or contiguous buffer-protocol
+        objects, numpy arrays for the reductions.  Sizes follow :mod:`colltune.collectives`: blocks
+        of the same number of bytes on every rank.  Buffers MPI ignores on a rank (the scatter's
+        sendbuf, the gather's and reduce's recvbuf away from the root) may be ``None`` there.
+    root: the root rank of a rooted collective.
     comm: the communicator (default ``MPI.COMM_WORLD``).
     algorithm: a registered algorithm name or alias (``colltune algorithms``), or ``"native"``
         for the MPI library's own collective.
+    op: for reduce and allreduce, the operation's name (default ``"sum"``; see
+        :data:`~colltune.schedule.ir.REDUCTION_OPS`), applied elementwise over the sendbuf's dtype.
     params: the algorithm's parameters, e.g. ``segment_size=8192`` (bytes).
     """
     comm = comm if comm is not None else MPI.COMM_WORLD
     error, signature = None, None
     try:
-        get_collective(collective)
-        if collective != "bcast":
-            raise ParameterError(f"the runtime does not run {collective!r} yet; it runs: bcast")
-        data = as_bytes(buf)
-        problem = Problem(collective, comm.Get_size(), root, len(data))
+        coll = get_collective(collective)
+        if not coll.rooted and root != 0:
+            raise ParameterError(f"{collective} has no root; got root={root!r}")
+        if op is not None and not coll.reduces:
+            raise ParameterError(f"{collective} does not reduce; it takes no op")
+        procs, me = comm.Get_size(), comm.Get_rank()
+        try:
+            root = operator.index(root)
+        except TypeError:
+            raise ParameterError(f"root must be an integer, got {root!r}") from None
+        if not 0 <= root < procs:
+            raise ParameterError(f"root must be a rank in 0..{procs - 1}, got {root!r}")
+        bound = _bind(collective, buffers, procs, me, root)
+        problem = Problem(collective, procs, root, bound.size, op=op if coll.reduces else None, dtype=bound.dtype)
+        want_send, want_recv = coll.buffers(problem)
+        for name, view, want in (("sendbuf", bound.send, want_send[me]), ("recvbuf", bound.recv, want_recv[me])):
+            if len(view) != want:
+                raise ParameterError(f"{name} has {len(view)} bytes; {collective} of {problem.size}-byte "
+                                     f"blocks on {procs} ranks needs {want}")
         if algorithm == NATIVE:
             if params:
                 raise ParameterError(f"algorithm 'native' takes no parameters, got {sorted(params)}")
@@ -136,24 +224,94 @@ def plan(collective: str, buf: Any, root: int = 0, comm: MPI.Comm | None = None,
             except UnknownAlgorithmError as exc:
                 raise ParameterError(f"{exc}, or {NATIVE}") from None
             name, values = alg.name, alg.validate_params(params)
-        signature = {"collective": collective, "algorithm": name, "root": root, "size in bytes": len(data),
-                     "parameters": values}
+        signature = {"collective": collective, "algorithm": name, "root": root, "size in bytes": problem.size,
+                     "op": problem.op, "dtype": problem.dtype, "parameters": values}
     except ColltuneError as exc:
         error = str(exc)
     agree(comm, error, signature)
     private = comm.Dup()
     if name == NATIVE:
-        return Plan(collective, name, private, lambda: private.Bcast([data, MPI.BYTE], root), None, values)
-    schedule = alg.schedule(problem.procs, root, problem.size, **values)
-    executor = ScheduleExecutor(schedule, private, {Buf.RECV: data})
+        return Plan(collective, name, private, _native(collective, private, bound, problem), None, values)
+    schedule = alg.schedule_for(problem, **values)
+    executor = ScheduleExecutor(schedule, private, {Buf.SEND: bound.send, Buf.RECV: bound.recv})
     return Plan(collective, name, private, executor.run, executor, values)
+
+
+def _native(collective: str, comm: MPI.Comm, bound: _Bound, problem: Problem) -> Callable[[], None]:
+    """The MPI library's own collective on the bound buffers."""
+    send, recv, root = [bound.send, MPI.BYTE], [bound.recv, MPI.BYTE], problem.root
+    me = comm.Get_rank()
+    if collective == "bcast":
+        return lambda: comm.Bcast(recv, root)
+    if collective == "scatter":
+        return lambda: comm.Scatter(send if me == root else None, recv, root)
+    if collective == "gather":
+        return lambda: comm.Gather(send, recv if me == root else None, root)
+    if collective == "allgather":
+        return lambda: comm.Allgather(send, recv)
+    if collective == "alltoall":
+        return lambda: comm.Alltoall(send, recv)
+    if collective == "barrier":
+        return comm.Barrier
+    typed_send, typed_recv = bound.typed
+    mpi_op = MPI_OPS[str(problem.op)]
+    if collective == "reduce":
+        return lambda: comm.Reduce(typed_send, typed_recv, op=mpi_op, root=root)
+    return lambda: comm.Allreduce(typed_send, typed_recv, op=mpi_op)
 
 
 def bcast(buf: Any, root: int = 0, comm: MPI.Comm | None = None, algorithm: str = NATIVE, **params: Any) -> None:
     """Broadcast ``buf`` from ``root`` to every rank of ``comm``, in place.
 
-    One-shot form of ``plan("bcast", buf, root, comm, algorithm, **params).run()``;
+    One-shot form of ``plan("bcast", buf, root=root, comm=comm, algorithm=algorithm, **params).run()``;
     see :func:`plan`.  Build a plan instead when broadcasting repeatedly.
     """
-    with plan("bcast", buf, root=root, comm=comm, algorithm=algorithm, **params) as p:
+    _once("bcast", (buf,), root, comm, algorithm, None, params)
+
+
+def scatter(sendbuf: Any, recvbuf: Any, root: int = 0, comm: MPI.Comm | None = None, algorithm: str = NATIVE,
+            **params: Any) -> None:
+    """Send block ``r`` of the root's ``sendbuf`` (P blocks) to rank ``r``'s ``recvbuf`` (one block)."""
+    _once("scatter", (sendbuf, recvbuf), root, comm, algorithm, None, params)
+
+
+def gather(sendbuf: Any, recvbuf: Any, root: int = 0, comm: MPI.Comm | None = None, algorithm: str = NATIVE,
+           **params: Any) -> None:
+    """Put rank ``r``'s ``sendbuf`` (one block) at block ``r`` of the root's ``recvbuf`` (P blocks)."""
+    _once("gather", (sendbuf, recvbuf), root, comm, algorithm, None, params)
+
+
+def allgather(sendbuf: Any, recvbuf: Any, comm: MPI.Comm | None = None, algorithm: str = NATIVE,
+              **params: Any) -> None:
+    """Put rank ``r``'s ``sendbuf`` (one block) at block ``r`` of every rank's ``recvbuf`` (P blocks)."""
+    _once("allgather", (sendbuf, recvbuf), 0, comm, algorithm, None, params)
+
+
+def alltoall(sendbuf: Any, recvbuf: Any, comm: MPI.Comm | None = None, algorithm: str = NATIVE,
+             **params: Any) -> None:
+    """Send block ``d`` of rank ``s``'s ``sendbuf`` to block ``s`` of rank ``d``'s ``recvbuf`` (P blocks each)."""
+    _once("alltoall", (sendbuf, recvbuf), 0, comm, algorithm, None, params)
+
+
+def reduce(sendbuf: np.ndarray, recvbuf: np.ndarray | None, op: str = "sum", root: int = 0,
+           comm: MPI.Comm | None = None, algorithm: str = NATIVE, **params: Any) -> None:
+    """Combine every rank's ``sendbuf`` elementwise with ``op`` into the root's ``recvbuf`` (numpy arrays
+    of one dtype)."""
+    _once("reduce", (sendbuf, recvbuf), root, comm, algorithm, op, params)
+
+
+def allreduce(sendbuf: np.ndarray, recvbuf: np.ndarray, op: str = "sum", comm: MPI.Comm | None = None,
+              algorithm: str = NATIVE, **params: Any) -> None:
+    """Combine every rank's ``sendbuf`` elementwise with ``op`` into every rank's ``recvbuf``."""
+    _once("allreduce", (sendbuf, recvbuf), 0, comm, algorithm, op, params)
+
+
+def barrier(comm: MPI.Comm | None = None, algorithm: str = NATIVE, **params: Any) -> None:
+    """Return on each rank only once every rank of ``comm`` has called it."""
+    _once("barrier", (), 0, comm, algorithm, None, params)
+
+
+def _once(collective: str, buffers: tuple[Any, ...], root: int, comm: MPI.Comm | None, algorithm: str,
+          op: str | None, params: dict[str, Any]) -> None:
+    with plan(collective, *buffers, root=root, comm=comm, algorithm=algorithm, op=op, **params) as p:
         p.run()

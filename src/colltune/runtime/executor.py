@@ -4,8 +4,8 @@ The executor follows the semantics of :mod:`colltune.schedule.ir`, the same
 ones the verifier proves correct: each rank starts its operations in list
 order, waiting first for the completion of everything an operation requires;
 sends and receives are persistent requests created once per plan and started
-on every run; copies happen when they start; at the end the rank waits for all
-its requests.  A verified schedule therefore cannot deadlock or race here.
+on every run; copies and reductions happen when they start; at the end the
+rank waits for all its requests.  A verified schedule therefore cannot deadlock or race here.
 """
 
 from __future__ import annotations
@@ -17,7 +17,14 @@ import numpy as np
 from mpi4py import MPI
 
 from colltune.errors import ColltuneError
-from colltune.schedule import Buf, Kind, Schedule
+from colltune.schedule import REDUCTION_DTYPES, REDUCTION_OPS, Buf, Kind, Schedule
+
+#: The numpy function of each reduction operation, called as ``f(src, dst)`` (``src`` the left operand,
+#: as in ``MPI_Reduce_local``); logical results are cast back to the buffer's dtype (1 or 0), as MPI does.
+NUMPY_OPS: dict[str, Any] = {
+    "sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum, "band": np.bitwise_and,
+    "bor": np.bitwise_or, "bxor": np.bitwise_xor, "land": np.logical_and, "lor": np.logical_or,
+}
 
 
 class ScheduleExecutor:
@@ -60,7 +67,10 @@ class ScheduleExecutor:
                 src_off = int(c["src_offset"][i])
                 payload = (region, views[Buf(int(c["src_buf"][i]))][src_off:src_off + length])
             elif kind == Kind.REDUCE:
-                raise ColltuneError("REDUCE operations are not executable yet (reductions arrive with [colls])")
+                src_off = int(c["src_offset"][i])
+                dtype = np.dtype(REDUCTION_DTYPES[int(c["dtype"][i])])
+                src = views[Buf(int(c["src_buf"][i]))][src_off:src_off + length]
+                payload = (region.view(dtype), src.view(dtype), NUMPY_OPS[REDUCTION_OPS[int(c["redop"][i])]])
             else:
                 payload = float(c["delay"][i])
             self._program.append((kind, requires, payload))
@@ -82,6 +92,10 @@ class ScheduleExecutor:
             elif kind == Kind.COPY:
                 dst, src = payload
                 dst[...] = src
+                done[j] = True
+            elif kind == Kind.REDUCE:
+                dst, src, ufunc = payload
+                ufunc(src, dst, out=dst)
                 done[j] = True
             else:
                 _sleep(payload)
