@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from colltune.schedule import Buf, Kind, Region, Schedule, ScheduleBuilder
+from colltune.schedule import REDUCTION_DTYPES, REDUCTION_OPS, Buf, Kind, Region, Schedule, ScheduleBuilder
 
 
 def rebuild(s: Schedule, drop_op: int | None = None, forget: int | None = None,
@@ -28,9 +28,13 @@ def rebuild(s: Schedule, drop_op: int | None = None, forget: int | None = None,
             new[i] = b.send(rank, int(c["peer"][i]), region, tag, req, ireq)
         elif kind == Kind.RECV:
             new[i] = b.recv(rank, int(c["peer"][i]), region, tag, req, ireq)
-        elif kind == Kind.COPY:
+        elif kind in (Kind.COPY, Kind.REDUCE):
             src = Region(Buf(int(c["src_buf"][i])), int(c["src_offset"][i]), int(c["length"][i]))
-            new[i] = b.copy(rank, src, region, req, ireq)
+            if kind == Kind.COPY:
+                new[i] = b.copy(rank, src, region, req, ireq)
+            else:
+                new[i] = b.reduce(rank, src, region, REDUCTION_OPS[int(c["redop"][i])],
+                                  REDUCTION_DTYPES[int(c["dtype"][i])], req, ireq)
         else:
             new[i] = b.delay(rank, float(c["delay"][i]), req, ireq)
     return b.build(s.meta)

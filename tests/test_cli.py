@@ -77,3 +77,34 @@ def test_bad_values_are_usage_errors() -> None:
     assert res.exit_code == 2 and "no selected algorithm takes segment_size" in res.output
     res = run("verify", "-c", "bcast", "-a", "chain_segmented", "-p", "4", "-s", "10", "--param", "segment_size=0")
     assert res.exit_code == 2 and "segment_size=0" in res.output
+
+
+def test_verify_every_collective_at_once() -> None:
+    res = run("verify", "-c", "all", "-a", "all", "-p", "6,7", "-s", "24", "-r", "5", "--json")
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.output)["results"]
+    per_p = {(r["collective"], r["algorithm"]) for r in rows}
+    assert per_p == {(a.collective, a.name) for a in REGISTRY}
+    # unrooted collectives run with root 0, and barriers with size 0
+    assert {(r["root"], r["size"]) for r in rows if r["collective"] == "barrier"} == {(0, 0)}
+    assert {r["root"] for r in rows if r["collective"] == "alltoall"} == {0}
+
+
+def test_verify_reductions_with_dtype_and_order() -> None:
+    res = run("verify", "-c", "allreduce", "-a", "all", "-p", "1-7", "-s", "0,40", "--op", "prod", "--dtype",
+              "float64", "--non-commutative", "--json")
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.output)["results"]
+    assert {r["algorithm"] for r in rows} == {a.name for a in REGISTRY.select("allreduce") if not a.needs_commutative}
+    assert all(r["commutative"] is False and r["dtype"] == "float64" for r in rows)
+
+
+def test_verify_reduction_usage_errors() -> None:
+    res = run("verify", "-c", "reduce", "-a", "flat_tree", "-p", "4", "-s", "6", "--dtype", "int32")
+    assert res.exit_code == 2 and "not a whole number of int32 elements" in res.output
+    res = run("verify", "-c", "gather", "-a", "flat_tree", "-p", "4", "-s", "6", "--op", "sum")
+    assert res.exit_code == 2 and "does not reduce" in res.output
+    res = run("verify", "-c", "all", "-a", "chain", "-p", "4", "-s", "6")
+    assert res.exit_code == 2 and "--algorithm all" in res.output
+    res = run("verify", "-c", "allreduce", "-a", "ring", "-p", "4", "-s", "8", "--non-commutative", "--json")
+    assert res.exit_code == 1 and "needs a commutative operation" in res.output

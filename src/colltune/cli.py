@@ -30,9 +30,10 @@ def _console() -> Console:
     return Console(soft_wrap=False, width=None if sys.stdout.isatty() else 160)
 
 
-def _collective_option(required: bool) -> Any:
-    return click.option("--collective", "-c", type=click.Choice(list(COLLECTIVES)), required=required,
-                        help="Collective operation.")
+def _collective_option(required: bool, allow_all: bool = False) -> Any:
+    choices = [*COLLECTIVES, "all"] if allow_all else list(COLLECTIVES)
+    return click.option("--collective", "-c", type=click.Choice(choices), required=required,
+                        help="Collective operation" + (", or 'all'." if allow_all else "."))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -99,7 +100,7 @@ def _parse_params(pairs: tuple[str, ...]) -> dict[str, str]:
 
 
 @main.command("verify")
-@_collective_option(required=True)
+@_collective_option(required=True, allow_all=True)
 @click.option("--algorithm", "-a", required=True, type=click.Choice(["all", *REGISTRY.names(aliases=True)]),
               metavar="NAME", help="Algorithm name or alias (see `colltune algorithms`), or 'all'.")
 @click.option("--procs", "-p", required=True, help="Process count(s): 8, 1-33 or 2,3,5.")
@@ -116,16 +117,25 @@ def _parse_params(pairs: tuple[str, ...]) -> dict[str, str]:
 def verify_cmd(collective: str, algorithm: str, procs: str, size: str, root: str, params: tuple[str, ...],
                op: str | None, dtype: str | None, non_commutative: bool, as_json: bool) -> None:
     """Prove algorithms correct by symbolic execution; exit 1 if any check fails."""
-    reduction = {"op": op, "dtype": dtype, "commutative": not non_commutative}
+    asked = {"op": op, "dtype": dtype, "commutative": not non_commutative}
+    collectives = list(COLLECTIVES) if collective == "all" else [collective]
     try:
+        if collective == "all" and algorithm != "all":
+            raise click.BadParameter("with --collective all, use --algorithm all", param_hint="--algorithm")
+        if collective == "all" and any(v is not None for v in (op, dtype)):
+            raise click.BadParameter("--op and --dtype need a reduction collective", param_hint="--op/--dtype")
         proc_list = parse_int_list(procs, "--procs")
         sizes = parse_size_list(size)
-        for n in sizes:
-            Problem(collective, 1, 0, n, **reduction)
-        if not COLLECTIVES[collective].reduces:
-            reduction = {}
+        reduction = {}
+        for c in collectives:
+            if COLLECTIVES[c].synchronizes and collective == "all":
+                continue
+            reduction[c] = asked if COLLECTIVES[c].reduces else {}
+            for n in sizes:
+                Problem(c, 1, 0, n, **(asked if collective != "all" else reduction[c]))
         if algorithm == "all":
-            algs = [a for a in REGISTRY.select(collective) if not (non_commutative and a.needs_commutative)]
+            algs = [a for c in collectives for a in REGISTRY.select(c)
+                    if not (non_commutative and a.needs_commutative)]
         else:
             algs = [REGISTRY.get(collective, algorithm)]
         values = _parse_params(params)
@@ -135,19 +145,21 @@ def verify_cmd(collective: str, algorithm: str, procs: str, size: str, root: str
                                      param_hint="--param")
         # each algorithm gets the parameters it takes; one named algorithm is checked here, so that a
         # bad value is a usage error (with 'all', it fails that algorithm's rows instead)
-        params_of = {a.name: {k: v for k, v in values.items() if k in {p.name for p in a.params}} for a in algs}
+        params_of = {(a.collective, a.name): {k: v for k, v in values.items() if k in {p.name for p in a.params}}
+                     for a in algs}
         if algorithm != "all":
-            params_of[algs[0].name] = algs[0].validate_params(values)
+            params_of[(algs[0].collective, algs[0].name)] = algs[0].validate_params(values)
     except ColltuneError as exc:
         raise click.UsageError(str(exc)) from None
     results = []
-    rooted = COLLECTIVES[collective].rooted
     for a in algs:
+        coll = COLLECTIVES[a.collective]
         for P in proc_list:
-            roots = (range(P) if root == "all" else _roots(root, P)) if rooted else [0]
+            roots = (range(P) if root == "all" else _roots(root, P)) if coll.rooted else [0]
             for r in roots:
-                for n in sizes:
-                    results.append(_verify_one(a, P, r, n, params_of[a.name], reduction))
+                for n in ([0] if coll.synchronizes else sizes):
+                    results.append(_verify_one(a, P, r, n, params_of[(a.collective, a.name)],
+                                               reduction.get(a.collective, {})))
     failed = [x for x in results if not x["ok"]]
     if as_json:
         click.echo(json.dumps({"ok": not failed, "results": results}, indent=2))
@@ -185,11 +197,11 @@ def _verify_one(a: Algorithm, procs: int, root: int, size: int, params: dict[str
 def _print_results(results: list[dict[str, Any]]) -> None:
     con = _console()
     table = Table(title="symbolic verification")
-    for col in ("algorithm", "P", "root", "size (B)", "messages", "bytes sent", "result"):
+    for col in ("collective", "algorithm", "P", "root", "size (B)", "messages", "bytes sent", "result"):
         table.add_column(col, overflow="fold")
     for x in results:
         verdict = "[green]ok[/green]" if x["ok"] else f"[red]FAILED[/red]: {x['error']}"
-        table.add_row(x["algorithm"], str(x["procs"]), str(x["root"]), str(x["size"]), str(x.get("messages", "-")),
+        table.add_row(x["collective"], x["algorithm"], str(x["procs"]), str(x["root"]), str(x["size"]), str(x.get("messages", "-")),
                       str(x.get("bytes_sent", "-")), verdict)
     con.print(table)
     failed = sum(not x["ok"] for x in results)
