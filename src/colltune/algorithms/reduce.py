@@ -114,7 +114,7 @@ def _reduce_flat(b: ScheduleBuilder, problem: Problem) -> None:
     first = [b.recv(root, top, acc, TAG_DATA)] if top != root else []
     if top == root:
         b.copy(root, Region(Buf.SEND, 0, n), acc)
-    lower = [k for k in range(top - 1, -1, -1)]
+    lower = list(range(top - 1, -1, -1))
     slots: dict[int, tuple[Region, list[int]]] = {}
     for i, k in enumerate(x for x in lower if x != root):
         slot = Region(Buf.SCRATCH, i * n, n)
@@ -319,10 +319,8 @@ class _Halving:
         """Reverse of the halving towards the root's new rank (its fold partner's if it folded out):
         in each step the rank of a pair on the root's side receives the other's window."""
         b = self.b
-        target = self.new(root)
-        if target is None:
-            target = self.new(root + 1)
-        assert target is not None
+        # a folded-out root (an even rank below 2 rem) is represented by its partner root + 1
+        target = root // 2 if root < 2 * self.rem else root - self.rem
         for q in range(self.p2):
             r = self.old(q)
             wins = self.windows[q]
