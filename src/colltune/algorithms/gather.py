@@ -40,7 +40,7 @@ def tree_gather(b: ScheduleBuilder, procs: int, root: int, m: int, tree: Tree, d
     def rank(rel: int) -> int:
         return (rel + root) % procs
 
-    def pieces(rel: int) -> list[tuple[int, int, int]]:
+    def runs(rel: int) -> list[tuple[int, int, int]]:
         """``(absolute first, relative first, count)`` runs in which ``rel``'s subtree travels to its parent."""
         if tree.parent[rel] == 0:
             return block_runs(procs, root, rel, rel + size[rel])
@@ -52,7 +52,7 @@ def tree_gather(b: ScheduleBuilder, procs: int, root: int, m: int, tree: Tree, d
         if rel == 0:
             b.copy(me, Region(Buf.SEND, 0, m), Region(dest, me * m, m))
             for c in kids:
-                for first, _, count in pieces(c):
+                for first, _, count in runs(c):
                     b.recv(me, rank(c), Region(dest, first * m, count * m), TAG_DATA)
             continue
         parent = rank(tree.parent[rel])
@@ -62,7 +62,7 @@ def tree_gather(b: ScheduleBuilder, procs: int, root: int, m: int, tree: Tree, d
         b.need_scratch(me, size[rel] * m)
         b.copy(me, Region(Buf.SEND, 0, m), Region(Buf.SCRATCH, 0, m))
         got = [b.recv(me, rank(c), Region(Buf.SCRATCH, (c - rel) * m, size[c] * m), TAG_DATA) for c in kids]
-        for _, first_rel, count in pieces(rel):
+        for _, first_rel, count in runs(rel):
             b.send(me, parent, Region(Buf.SCRATCH, (first_rel - rel) * m, count * m), TAG_DATA, requires=got)
 
 

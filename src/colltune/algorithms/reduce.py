@@ -16,7 +16,7 @@ takes one more hop to the root, as MPICH does.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from colltune.algorithms.bcast import DEFAULT_SEGMENT, tree_bcast
 from colltune.algorithms.chunks import segments
@@ -226,7 +226,7 @@ class _Halving:
         for r in range(P):
             base = n if self.work[r].buf == Buf.SCRATCH else 0
             self.temp[r] = base
-            b.need_scratch(r, base + 2 * n)
+            b.need_scratch(r, base + n)
         self.windows: dict[int, list[tuple[int, int]]] = {}
 
     def old(self, q: int) -> int:
@@ -289,31 +289,36 @@ class _Halving:
             steps.append((lo, hi))
             self.windows[q] = steps
 
+    def unwind(self, q: int) -> Iterator[tuple[int, int, tuple[int, int], tuple[int, int]]]:
+        """The halving steps of new rank ``q`` in reverse: ``(distance, partner's old rank, q's window,
+        the sibling window the partner holds)``, windows as piece ranges."""
+        wins = self.windows[q]
+        d = self.p2 // 2
+        for step in range(len(wins) - 1, 0, -1):
+            (lo, hi), (plo, phi) = wins[step], wins[step - 1]
+            yield d, self.old(q ^ d), (lo, hi), ((hi, phi) if lo == plo else (plo, lo))
+            d //= 2
+
+    def unfold(self) -> None:
+        """Ranks 2i+1 send the result to their folded-out partners 2i."""
+        for i in range(self.rem):
+            self.b.send(2 * i + 1, 2 * i, self.work[2 * i + 1], TAG_DATA)
+            self.b.recv(2 * i, 2 * i + 1, self.work[2 * i], TAG_DATA)
+
     def allgather(self) -> None:
         """Recursive doubling in reverse order of the halving: partners swap their windows until
         every new rank has the whole result, then the folded-out ranks get it from their partner."""
         b = self.b
         for q in range(self.p2):
             r = self.old(q)
-            wins = self.windows[q]
-            d = self.p2 // 2
-            step = len(wins) - 1
-            while d >= 1:
-                partner = self.old(q ^ d)
-                lo, hi = wins[step]
-                plo, phi = wins[step - 1]
-                other = (hi, phi) if lo == plo else (plo, lo)
-                out, into = self.piece(r, lo, hi), self.piece(r, *other)
+            for _, partner, mine, sibling in self.unwind(q):
+                out, into = self.piece(r, *mine), self.piece(r, *sibling)
                 if into.length:
                     b.recv(r, partner, into, TAG_DATA)
                 if out.length:
                     b.send(r, partner, out, TAG_DATA)
                 b.fence(r)
-                step -= 1
-                d //= 2
-        for i in range(self.rem):
-            b.send(2 * i + 1, 2 * i, self.work[2 * i + 1], TAG_DATA)
-            b.recv(2 * i, 2 * i + 1, self.work[2 * i], TAG_DATA)
+        self.unfold()
 
     def gather(self, root: int) -> None:
         """Reverse of the halving towards the root's new rank (its fold partner's if it folded out):
@@ -323,25 +328,16 @@ class _Halving:
         target = root // 2 if root < 2 * self.rem else root - self.rem
         for q in range(self.p2):
             r = self.old(q)
-            wins = self.windows[q]
-            d = self.p2 // 2
-            step = len(wins) - 1
-            while d >= 1:
-                partner = self.old(q ^ d)
-                lo, hi = wins[step]
-                plo, phi = wins[step - 1]
+            for d, partner, mine, sibling in self.unwind(q):
                 if (q & d) != (target & d):
-                    out = self.piece(r, lo, hi)
+                    out = self.piece(r, *mine)
                     if out.length:
                         b.send(r, partner, out, TAG_DATA)
                     break
-                other = (hi, phi) if lo == plo else (plo, lo)
-                into = self.piece(r, *other)
+                into = self.piece(r, *sibling)
                 if into.length:
                     b.recv(r, partner, into, TAG_DATA)
                 b.fence(r)
-                step -= 1
-                d //= 2
         last = self.old(target)
         if last != root:
             b.send(last, root, self.work[last], TAG_DATA)
@@ -405,9 +401,7 @@ def _allreduce_recursive_doubling(b: ScheduleBuilder, problem: Problem) -> None:
             h.combine(r, q & d != 0, t, h.work[r], [got, sent])
             b.fence(r)
             d *= 2
-    for i in range(h.rem):
-        b.send(2 * i + 1, 2 * i, h.work[2 * i + 1], TAG_DATA)
-        b.recv(2 * i, 2 * i + 1, h.work[2 * i], TAG_DATA)
+    h.unfold()
 
 
 @register("allreduce", "ring", source="Patarasuk and Yuan 2009; Thakur, Rabenseifner, Gropp 2005 (ring)",
