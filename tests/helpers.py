@@ -38,3 +38,55 @@ def rebuild(s: Schedule, drop_op: int | None = None, forget: int | None = None,
         else:
             new[i] = b.delay(rank, float(c["delay"][i]), req, ireq)
     return b.build(s.meta)
+
+
+def hockney_critical_path(s: Schedule, alpha: float, beta: float) -> float:
+    """The schedule's completion time under paper 002's reading of the Hockney model (seconds).
+
+    Each rank has one outgoing link: a send of x bytes starts once its dependencies allow and the
+    link is free, holds the link for x beta and arrives alpha + x beta after it started (so sends
+    posted together overlap their start-ups, paper 002 eq. 4).  A receive completes when its
+    matching message (MPI order per source and tag) has arrived; copies and reductions are free.
+    Operations are posted in order: none starts before its predecessor on the rank has started.
+    """
+    c = s.columns
+    n = len(s)
+    start: dict[int, float] = {}
+    done: dict[int, float] = {}
+    arrival: dict[int, float] = {}
+    queues: dict[tuple[int, int, int], list[int]] = {}
+    match: dict[int, int] = {}
+    for i in range(n):  # FIFO matching per (source, destination, tag)
+        if int(c["kind"][i]) == Kind.SEND:
+            queues.setdefault((int(c["rank"][i]), int(c["peer"][i]), int(c["tag"][i])), []).append(i)
+    for i in range(n):
+        if int(c["kind"][i]) == Kind.RECV:
+            match[i] = queues[(int(c["peer"][i]), int(c["rank"][i]), int(c["tag"][i]))].pop(0)
+    link = [0.0] * s.procs
+    first = {int(s.rank_ptr[r]) for r in range(s.procs)}
+    while len(done) < n:
+        progress = False
+        for i in range(n):
+            if i in done or (i not in first and i - 1 not in start):
+                continue
+            idx, st = s.deps(i)
+            if any(int(d) not in (start if flag else done) for d, flag in zip(idx, st)):
+                continue
+            ready = max([start[i - 1]] if i not in first else [0.0])
+            ready = max([ready] + [(start if flag else done)[int(d)] for d, flag in zip(idx, st)])
+            kind, rank, x = int(c["kind"][i]), int(c["rank"][i]), int(c["length"][i])
+            if kind == Kind.SEND:
+                t = max(ready, link[rank])
+                link[rank] = t + x * beta
+                start[i], done[i], arrival[i] = t, t + x * beta, t + alpha + x * beta
+            elif kind == Kind.RECV:
+                start[i] = ready
+                if match[i] not in arrival:
+                    continue
+                done[i] = max(ready, arrival[match[i]])
+            else:
+                start[i] = done[i] = ready
+            progress = True
+        if not progress:
+            raise AssertionError("schedule deadlocks under the critical-path evaluation")
+    return max(done.values(), default=0.0)

@@ -18,9 +18,11 @@ from colltune import __version__
 from colltune.algorithms import REGISTRY, Algorithm
 from colltune.collectives import COLLECTIVES, Problem
 from colltune.errors import ColltuneError, VerificationError
+from colltune.models import MODELS, Prediction, Unavailable, formulas, predict, predict_all
+from colltune.profiles import BUILTINS, builtin, load_profile, profile_schema, with_overrides
 from colltune.schedule import REDUCTION_DTYPES, REDUCTION_OPS
 from colltune.schedule import verify as verify_schedule
-from colltune.units import parse_int_list, parse_size_list
+from colltune.units import format_seconds, parse_bytes, parse_int_list, parse_size_list
 
 NATIVE_NOTE = ("`native` (runtime only): the MPI library's own collective, called through mpi4py; "
                "it has no schedule, so it is not verified or simulated.")
@@ -89,12 +91,12 @@ def algorithms_cmd(collective: str | None, as_json: bool, markdown: bool) -> Non
     con.print(NATIVE_NOTE.replace("`", ""))
 
 
-def _parse_params(pairs: tuple[str, ...]) -> dict[str, str]:
+def _parse_params(pairs: tuple[str, ...], option: str = "--param") -> dict[str, str]:
     out = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise click.BadParameter(f"{pair!r} is not of the form name=value", param_hint="--param")
+            raise click.BadParameter(f"{pair!r} is not of the form name=value", param_hint=option)
         out[key.strip()] = value.strip()
     return out
 
@@ -207,6 +209,126 @@ def _print_results(results: list[dict[str, Any]]) -> None:
     failed = sum(not x["ok"] for x in results)
     con.print(f"{len(results) - failed} verified, {failed} failed")
 
+
+@main.command("predict")
+@click.option("--profile", "profile_spec", metavar="FILE|builtin:NAME",
+              help=f"Profile to read the model parameters from ({', '.join('builtin:' + n for n in BUILTINS)}).")
+@click.option("--model", "-m", type=click.Choice(list(MODELS)), default=None,
+              help="Model to predict with (default: the profile's default_model).")
+@_collective_option(required=True)
+@click.option("--algorithm", "-a", required=True, type=click.Choice(["all", *REGISTRY.names(aliases=True)]),
+              metavar="NAME", help="Algorithm name or alias, or 'all' for every one with a formula, fastest first.")
+@click.option("--procs", "-p", required=True, type=click.IntRange(min=1), help="Process count P.")
+@click.option("--size", "-s", required=True, help="Block size in bytes, units allowed: 1000, 64KiB, 1MiB.")
+@click.option("--root", "-r", default=0, show_default=True, type=click.IntRange(min=0), help="Root rank.")
+@click.option("--param", "params", multiple=True, metavar="NAME=VALUE",
+              help="Algorithm parameter, e.g. segment_size=8192 (default: searched for segmented algorithms).")
+@click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
+              help="Give or override a model parameter, in seconds and bytes (e.g. alpha=50e-6); repeatable.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (times in seconds, or the profile's units).")
+def predict_cmd(profile_spec: str | None, model: str | None, collective: str, algorithm: str, procs: int, size: str,
+                root: int, params: tuple[str, ...], sets: tuple[str, ...], as_json: bool) -> None:
+    """Predict the time of a collective from a model's cost formulas."""
+    try:
+        profile = load_profile(profile_spec) if profile_spec else None
+        if model is None and profile is None:
+            raise click.UsageError("give --profile, or --model with its parameters as --set NAME=VALUE")
+        model = model or profile.default_model  # type: ignore[union-attr]
+        found = getattr(profile.models, model) if profile is not None else None
+        if profile is not None and found is None and not sets:
+            profile.params(model)  # raises, naming the models the profile has
+        values = with_overrides(found, model, _parse_params(sets, "--set")) if sets or found is None else found
+        nbytes = parse_bytes(size)
+        if root >= procs:
+            raise click.UsageError(f"--root {root} is not a rank of {procs} processes (0..{procs - 1})")
+        algparams = _parse_params(params)
+        unit = profile.time_unit if profile is not None else "s"
+        if algorithm == "all":
+            if algparams:
+                raise click.UsageError("--param needs one --algorithm")
+            done, missing = predict_all(values, model, collective, procs, nbytes, root)
+        else:
+            try:
+                done, missing = [predict(values, model, collective, algorithm, procs, nbytes, root, **algparams)], {}
+            except Unavailable as exc:
+                done, missing = [], {REGISTRY.get(collective, algorithm).name: str(exc)}
+    except ColltuneError as exc:
+        raise click.UsageError(str(exc)) from None
+    if as_json:
+        click.echo(json.dumps({"profile": profile.name if profile else None, "model": model, "time_unit": unit,
+                               "predictions": [p.as_dict() for p in done], "unavailable": missing}, indent=2))
+    else:
+        _print_predictions(done, missing, model, unit, profile.name if profile else "--set")
+    if not done:
+        sys.exit(1)
+
+
+def _print_predictions(done: list[Prediction], missing: dict[str, str], model: str, unit: str, origin: str) -> None:
+    con = _console()
+    if done:
+        first = done[0]
+        table = Table(title=f"{first.collective}, P = {first.procs}, {first.size} B: {model} model ({origin})")
+        for col in ("algorithm", "time", "parameters", "formula"):
+            table.add_column(col, overflow="fold")
+        for p in done:
+            shown = format_seconds(p.time) if unit == "s" else f"{p.time:.6g} units"
+            table.add_row(p.algorithm, shown, ", ".join(f"{k}={v}" for k, v in p.params.items()), p.source)
+        con.print(table)
+    for name, why in missing.items():
+        con.print(f"[dim]{name}: unavailable ({why})[/dim]")
+
+
+@main.command("profiles")
+@click.option("--show", "show", metavar="FILE|builtin:NAME", help="Print one profile as JSON.")
+@click.option("--schema", is_flag=True, help="Print the profile format's JSON Schema (docs/profile.schema.json).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def profiles_cmd(show: str | None, schema: bool, as_json: bool) -> None:
+    """List the built-in profiles, print one, or print the profile format's JSON Schema."""
+    if schema:
+        click.echo(json.dumps(profile_schema(), indent=2))
+        return
+    if show:
+        try:
+            click.echo(load_profile(show).to_json(), nl=False)
+        except ColltuneError as exc:
+            raise click.UsageError(str(exc)) from None
+        return
+    rows = [{"name": f"builtin:{n}", "models": (p := builtin(n)).models.present(), "default_model": p.default_model,
+             "time_unit": p.time_unit, "description": p.description} for n in BUILTINS]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    table = Table(title="built-in profiles")
+    for col in ("name", "models", "unit", "description"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        table.add_row(r["name"], ", ".join(r["models"]), r["time_unit"], r["description"])
+    _console().print(table)
+
+
+def models_markdown() -> str:
+    """The documentation table of the cost formulas (docs/models.md is this text)."""
+    lines = ["# Cost formulas", "", "Generated from the formula registry by `colltune models-doc`; "
+             "do not edit by hand.", "",
+             "Every (collective, algorithm, model) with a formula. A pair that is not listed is *unavailable*: "
+             "`colltune predict` says so rather than price it with another formula. m is the block size in bytes, "
+             "s the segment size, k = ceil(m/s).", ""]
+    for coll in COLLECTIVES:
+        rows = [f for f in formulas(coll)]
+        if not rows:
+            continue
+        lines += [f"## {coll}", "", "| algorithm | model | formula and source |", "| --- | --- | --- |"]
+        order = {a.name: i for i, a in enumerate(REGISTRY.select(coll))}
+        for f in sorted(rows, key=lambda f: (order[f.algorithm], list(MODELS).index(f.model))):
+            lines.append(f"| `{f.algorithm}` | {f.model} | {f.source} |")
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+@main.command("models-doc", hidden=True)
+def models_doc_cmd() -> None:
+    """Print docs/models.md."""
+    click.echo(models_markdown(), nl=False)
 
 if __name__ == "__main__":
     main()

@@ -41,3 +41,11 @@ def parse_int_list(text: str, what: str) -> list[int]:
 def parse_size_list(text: str) -> list[int]:
     """``"0,1,64KiB"`` -> [0, 1, 65536]."""
     return [parse_bytes(part) for part in text.split(",")]
+
+
+def format_seconds(t: float) -> str:
+    """``0.0000153`` -> ``"15.3 us"``: a time in seconds with a readable unit (for display only)."""
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if abs(t) >= scale:
+            return f"{t / scale:.4g} {unit}"
+    return f"{t / 1e-9:.4g} ns"

@@ -12,17 +12,14 @@ from colltune.algorithms.registry import Param, register
 from colltune.algorithms.tags import TAG_DATA, TAG_SIGNAL
 from colltune.algorithms.trees import Tree, binomial_tree
 from colltune.collectives import Problem
+from colltune.models.cluster import TABLE1, coordinated_window
 from colltune.schedule import Buf, Region, ScheduleBuilder
 
 SIGNAL = Region(Buf.RECV, 0, 0)
 
-#: Default sender window of the coordinated gather.  Paper 000's lower bound Gal = ceil(gs/gr)
-#: is 2 on its Fast Ethernet cluster (Table 1) for messages above 2449 bytes, where gs(m) > gr(m);
-#: a placeholder until [models] computes w from eq. 7 for the network at hand.
-DEFAULT_WINDOW = 2
-#: Default switch buffer of the coordinated gather, in bytes: paper 000 Table 1's BL = 1935 packets
-#: of a 1500-byte Ethernet MTU.
-DEFAULT_SWITCH_BUFFER = 1935 * 1500
+#: Default switch buffer of the coordinated gather, in bytes: paper 000 Table 1's BL packets of its
+#: MTU (1935 packets of 1500 bytes).
+DEFAULT_SWITCH_BUFFER = TABLE1.BL * TABLE1.mtu
 
 
 def tree_gather(b: ScheduleBuilder, procs: int, root: int, m: int, tree: Tree, dest: Buf = Buf.RECV) -> None:
@@ -127,9 +124,9 @@ def _gather_linear_sync(b: ScheduleBuilder, problem: Problem) -> None:
 
 
 @register("gather", "coordinated", source="paper 000 section 5.3, Algorithm 1",
-          params=(Param("window", int, DEFAULT_WINDOW,
-                        "w, the number of ranks sending at a time (paper 000 eq. 7 chooses it between Gal and Gau)",
-                        minimum=1),
+          params=(Param("window", int, 0,
+                        "w, the number of ranks sending at a time; 0 chooses it by paper 000 eq. 7 (between Gal "
+                        "and Gau) from its Table 1", minimum=0),
                   Param("switch_buffer", int, DEFAULT_SWITCH_BUFFER,
                         "B, the bytes the switch can buffer; if all (P-1) m bytes fit, everyone sends at once",
                         minimum=0, unit="bytes")))
@@ -144,6 +141,7 @@ def _gather_coordinated(b: ScheduleBuilder, problem: Problem, window: int, switc
     P, root, m = problem.procs, problem.root, problem.size
     if m == 0:
         return
+    window = window or coordinated_window(TABLE1, P, m, switch_buffer)
     _to_root(b, problem, _others(problem))
     everyone = switch_buffer >= (P - 1) * m
     for j in range(1, P):
