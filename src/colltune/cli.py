@@ -308,13 +308,15 @@ def profiles_cmd(show: str | None, schema: bool, as_json: bool) -> None:
 
 def models_markdown() -> str:
     """The documentation table of the cost formulas (docs/models.md is this text)."""
-    lines = ["# Cost formulas", "", "Generated from the formula registry by `colltune models-doc`; "
-             "do not edit by hand.", "",
-             "Every (collective, algorithm, model) with a formula. A pair that is not listed is *unavailable*: "
+    lines = ["# Cost formulas", "", ("Generated from the formula registry by `colltune models-doc`; "
+             "do not edit by hand."), "",
+             ("Every (collective, algorithm, model) with a formula. A pair that is not listed is *unavailable*: "
              "`colltune predict` says so rather than price it with another formula. m is the block size in bytes, "
-             "s the segment size, k = ceil(m/s).", ""]
+             "s the segment size, k = ceil(m/s). TRG 2005: Thakur, Rabenseifner and Gropp, \"Optimization of "
+              "collective communication operations in MPICH\", IJHPCA 2005. PG 2007: Pjesivac-Grbovic et al., "
+              "\"Performance analysis of MPI collective operations\", Cluster Computing 2007."), ""]
     for coll in COLLECTIVES:
-        rows = [f for f in formulas(coll)]
+        rows = formulas(coll)
         if not rows:
             continue
         lines += [f"## {coll}", "", "| algorithm | model | formula and source |", "| --- | --- | --- |"]

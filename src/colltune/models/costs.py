@@ -15,8 +15,9 @@ the caller does not give one: :func:`best_segment` tries s = m/2^i, then climbs 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from colltune.algorithms.registry import REGISTRY
 from colltune.collectives import Problem

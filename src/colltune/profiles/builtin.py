@@ -16,8 +16,8 @@ from colltune.models.params import (
     LogGP,
     LogP,
     PLogP,
-    PLogPTable,
     PlogPT,
+    PLogPTable,
     Tabulated,
     TreeLevels,
 )
@@ -55,8 +55,8 @@ def paper000_cluster() -> Profile:
                     "Point), its cluster-model parameters (Table 1)",
         provenance=Provenance(source="paper 000 Table 1", procs=16, notes=(
             "Table 1 gives microseconds and bytes; stored as seconds and bytes.",
-            "L(m, p) = 1.556 p + 16.684 + 0.0826 m max(1, p m / (90 gs(m))) us: the 90 is read as 90 bytes per "
-            "microsecond (saturation = 9e7 B/s), which makes the max() dimensionless.",
+            ("L(m, p) = 1.556 p + 16.684 + 0.0826 m max(1, p m / (90 gs(m))) us: the 90 is read as 90 bytes per "
+            "microsecond (saturation = 9e7 B/s), which makes the max() dimensionless."),
             "BL is 1935 packets; mtu = 1500 bytes (Fast Ethernet).")),
         models=Models(cluster=TABLE1))
 
@@ -76,11 +76,11 @@ def paper001_gige() -> Profile:
         provenance=Provenance(source="paper 001 Table II", procs=32, notes=(
             "b(h) is the bandwidth of one height-h edge: the table's b(h)/2^(h-1) times 2^(h-1), Mbit/s to B/s.",
             "Bidirectional d(h) is half of the table's 2 d(h) (paper 001 section III-C).",
-            "eps_s = 0.01 makes eq. 5 give P_S(h, h+1) false exactly for h = 2, 3 on the bidirectional tree, "
-            "as section IV-B states; eps_t = 50 us is a few times one 1500-byte packet's 12.8 us at b(1).",
+            ("eps_s = 0.01 makes eq. 5 give P_S(h, h+1) false exactly for h = 2, 3 on the bidirectional tree, "
+            "as section IV-B states; eps_t = 50 us is a few times one 1500-byte packet's 12.8 us at b(1)."),
             "g(m) is not tabulated in the paper's text: derived from eq. 6 as m / b(1) (overheads neglected).",
-            "L is not given in the paper's text: 50 us assumed, a typical MPI-over-TCP one-way latency on "
-            "Gigabit Ethernet of that period; override it with --set L=SECONDS.")),
+            ("L is not given in the paper's text: 50 us assumed, a typical MPI-over-TCP one-way latency on "
+            "Gigabit Ethernet of that period; override it with --set L=SECONDS."))),
         models=Models(
             plogpt=PlogPT(L=latency, g=g_bi, bidirectional=bi, unidirectional=uni, t_rto=0.2, eps_s=0.01,
                           eps_t=50 * US),
@@ -122,15 +122,15 @@ def ethernet_10g_tcp() -> Profile:
                     "principles",
         provenance=Provenance(source="colltune: derived from link rate, frame overheads and typical host costs",
                               date="2026-11-20", notes=(
-            "Bandwidth: 10 Gbit/s carries 1448 bytes of TCP payload (IPv4 + TCP with timestamps: 52 bytes) per "
+            ("Bandwidth: 10 Gbit/s carries 1448 bytes of TCP payload (IPv4 + TCP with timestamps: 52 bytes) per "
             "1538 bytes on the wire (Ethernet header, FCS, preamble and inter-frame gap: 38 bytes): "
-            "beta = G = 1/(1.177e9 B/s) = 0.85 ns/B.",
-            "Small messages: o = 2.5 us per send or receive (system call and TCP/IP stack), L = 10 us (NIC, PCIe, "
+            "beta = G = 1/(1.177e9 B/s) = 0.85 ns/B."),
+            ("Small messages: o = 2.5 us per send or receive (system call and TCP/IP stack), L = 10 us (NIC, PCIe, "
             "serialisation, one switch hop, interrupt moderation); one message costs 2o + L = 15 us = alpha, "
-            "the usual MPI-over-TCP latency on 10 GbE without busy polling.",
+            "the usual MPI-over-TCP latency on 10 GbE without busy polling."),
             "g = 5 us between small messages (about 200k messages per second per connection).",
-            "pLogP: g(m) = g + m G, L = 2o + L - g, so that g(m) + L = alpha + beta m; os(m) = or(m) = o + m/8e9 "
-            "(one copy through the socket buffer at 8 GB/s).",
+            ("pLogP: g(m) = g + m G, L = 2o + L - g, so that g(m) + L = alpha + beta m; os(m) = or(m) = o + m/8e9 "
+            "(one copy through the socket buffer at 8 GB/s)."),
             "S = 65536 bytes: Open MPI's default eager limit for TCP (btl_tcp_eager_limit).",
             "gamma = 1/8e9 s/B: one core combining two streams at memory speed.")),
         models=Models(
