@@ -70,7 +70,9 @@ def tree_bcast(b: ScheduleBuilder, procs: int, root: int, n: int, tree: Tree, se
 
 
 @dataclass(frozen=True)
-class _TreeVariant:
+class TreeVariant:
+    """A broadcast down a fixed tree shape: registered as one algorithm; [models] prices the plain ones."""
+
     name: str
     shape: Callable[..., Tree]
     source: str
@@ -85,45 +87,45 @@ _SEG = "Splits the message into segments of `segment_size` bytes; "
 _RDV = ("Each hop is rendezvous: the sender sends a zero-byte ready-to-send, the receiver posts the data "
         "receive and answers clear-to-send, then the data follows. ")
 
-_TREE_VARIANTS = (
-    _TreeVariant("flat_tree", flat_tree, "paper 003 Table 1 (Flat Tree); paper 002 eq. 2 (linear)",
+TREE_VARIANTS = (
+    TreeVariant("flat_tree", flat_tree, "paper 003 Table 1 (Flat Tree); paper 002 eq. 2 (linear)",
                  "Linear broadcast: the root sends the whole message to every other rank in turn.\n\n"
                  "One round at the root with P-1 sends; cost (P-1) g(m) + L.", aliases=("linear", "flat")),
-    _TreeVariant("flat_tree_rendezvous", flat_tree, "paper 003 Table 1 (Flat Tree Rendezvous)",
+    TreeVariant("flat_tree_rendezvous", flat_tree, "paper 003 Table 1 (Flat Tree Rendezvous)",
                  "Flat tree with a rendezvous per receiver.\n\n" + _RDV
                  + "The root sends all ready-to-sends, then the data to each rank that cleared; "
                    "cost (P-1) g(m) + 2 g(1) + 3L.", rendezvous=True),
-    _TreeVariant("flat_tree_segmented", flat_tree, "paper 003 Table 1 (Segmented Flat Tree)",
+    TreeVariant("flat_tree_segmented", flat_tree, "paper 003 Table 1 (Segmented Flat Tree)",
                  "Flat tree sending the message in segments.\n\n" + _SEG
                  + "the root sends segment 1 to every rank, then segment 2, ...; cost (P-1) g(s) k + L.",
                  segmented=True, params=(SEGMENT_SIZE,)),
-    _TreeVariant("chain", chain, "paper 003 Table 1 (Chain)",
+    TreeVariant("chain", chain, "paper 003 Table 1 (Chain)",
                  "Chain: relative rank r receives the whole message from r-1 and forwards it to r+1.\n\n"
                  "P-1 rounds, one message each; cost (P-1)(g(m) + L)."),
-    _TreeVariant("chain_rendezvous", chain, "paper 003 Table 1 (Chain Rendezvous)",
+    TreeVariant("chain_rendezvous", chain, "paper 003 Table 1 (Chain Rendezvous)",
                  "Chain with a rendezvous on every hop.\n\n" + _RDV
                  + "A rank forwards once the whole message has arrived; cost (P-1)(g(m) + 2 g(1) + 3L).",
                  rendezvous=True),
-    _TreeVariant("chain_segmented", chain, "paper 003 Table 1 (Seg. Chain (Pipeline))",
+    TreeVariant("chain_segmented", chain, "paper 003 Table 1 (Seg. Chain (Pipeline))",
                  "Pipelined chain: segments flow down the chain, a rank forwarding segment k while segment "
                  "k+1 arrives.\n\n" + _SEG
                  + "all segment receives are posted at once; cost (P-1)(g(s) + L) + g(s)(k-1).",
                  segmented=True, params=(SEGMENT_SIZE,), aliases=("pipeline",)),
-    _TreeVariant("binary_tree", binary_tree, "paper 003 Table 1 (Binary Tree)",
+    TreeVariant("binary_tree", binary_tree, "paper 003 Table 1 (Binary Tree)",
                  "Binary tree: relative rank r forwards the whole message to 2r+1 then 2r+2.\n\n"
                  "ceil(log2 P) levels, two sends per inner rank; cost <= ceil(log2 P)(2 g(m) + L).", aliases=("binary",)),
-    _TreeVariant("binomial_tree", binomial_tree, "paper 003 Table 1 (Binomial Tree); paper 002 section 2",
+    TreeVariant("binomial_tree", binomial_tree, "paper 003 Table 1 (Binomial Tree); paper 002 section 2",
                  "Binomial tree: in round j, every rank that has the message sends it to the rank 2^j "
                  "further (relative ranks), largest subtree first.\n\n"
                  "ceil(log2 P) rounds; cost floor(log2 P) g(m) + ceil(log2 P) L.", aliases=("binomial",)),
-    _TreeVariant("binomial_tree_rendezvous", binomial_tree, "paper 003 Table 1 (Binomial Tree Rendezvous)",
+    TreeVariant("binomial_tree_rendezvous", binomial_tree, "paper 003 Table 1 (Binomial Tree Rendezvous)",
                  "Binomial tree with a rendezvous on every edge.\n\n" + _RDV
                  + "cost floor(log2 P) g(m) + ceil(log2 P)(2 g(1) + 3L).", rendezvous=True),
-    _TreeVariant("binomial_tree_segmented", binomial_tree, "paper 003 Table 1 (Seg. Binomial Tree)",
+    TreeVariant("binomial_tree_segmented", binomial_tree, "paper 003 Table 1 (Seg. Binomial Tree)",
                  "Binomial tree sending the message in segments.\n\n" + _SEG
                  + "a rank forwards each segment to its children as soon as it arrives; "
                    "cost floor(log2 P) g(s) k + ceil(log2 P) L.", segmented=True, params=(SEGMENT_SIZE,)),
-    _TreeVariant("knomial_tree", knomial_tree, "generalises paper 003 Table 1 (Binomial Tree); radix-k tree",
+    TreeVariant("knomial_tree", knomial_tree, "generalises paper 003 Table 1 (Binomial Tree); radix-k tree",
                  "k-nomial tree: the binomial tree in base `radix`; a rank sends to radix-1 children per level, "
                  "largest subtrees first.\n\n"
                  "ceil(log_k P) levels of up to k-1 sends; cost about ceil(log_k P)((k-1) g(m) + L).",
@@ -131,7 +133,7 @@ _TREE_VARIANTS = (
 )
 
 
-def _register_tree_variant(v: _TreeVariant) -> None:
+def _register_tree_variant(v: TreeVariant) -> None:
     def build(b: ScheduleBuilder, problem: Problem, segment_size: int | None = None, **shape_params: int) -> None:
         tree_bcast(b, problem.procs, problem.root, problem.size, v.shape(problem.procs, **shape_params), segment_size,
                    v.rendezvous)
@@ -139,7 +141,7 @@ def _register_tree_variant(v: _TreeVariant) -> None:
     register("bcast", v.name, source=v.source, params=v.params, doc=v.doc, aliases=v.aliases)(build)
 
 
-for _variant in _TREE_VARIANTS:
+for _variant in TREE_VARIANTS:
     _register_tree_variant(_variant)
 
 

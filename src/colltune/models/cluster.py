@@ -115,7 +115,7 @@ def _bcast_binomial(model: ClusterModel, c: Case) -> float:
     """The binomial broadcast of k packets, one after another: the rank P/2 (the root's first
     child) receives packet i while it forwards earlier ones, so each further packet costs it
     its ceil(log2 P/2) sends plus the receive costs Or + Ur (paper 000 Fig. 3)."""
-    s, k = c.segments() if "segment_size" in c.params else (c.size, 1)
+    s, k = c.segments()
     if s > model.mtu:
         raise Unavailable(f"paper 000's cluster model prices packets of at most mtu = {model.mtu} bytes; "
                           f"this sends {s}-byte messages")

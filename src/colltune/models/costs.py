@@ -40,7 +40,10 @@ class Case:
     params: dict[str, Any] = field(default_factory=dict)
 
     def segments(self) -> tuple[int, int]:
-        """``(s, k)``: the segment size in bytes (at most ``size``) and the number of segments."""
+        """``(s, k)``: the segment size in bytes (at most ``size``) and the number of segments;
+        ``(size, 1)`` for an algorithm without a ``segment_size`` parameter."""
+        if "segment_size" not in self.params:
+            return self.size, 1
         s = min(int(self.params["segment_size"]), self.size)
         return s, -(-self.size // s)
 

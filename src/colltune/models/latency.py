@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from colltune.algorithms.trees import Tree, binary_tree, binomial_tree, chain, flat_tree, knomial_tree
+from colltune.algorithms.bcast import TREE_VARIANTS, TreeVariant
+from colltune.algorithms.trees import flat_tree
 from colltune.models.costs import Case, Unavailable, formula
 from colltune.models.params import LatencyMatrix
 
@@ -39,34 +40,22 @@ def broadcast_time(model: LatencyMatrix, children: Mapping[int, Sequence[int]], 
     return max(arrival_times(model, children, root).values())
 
 
-def _tree_time(model: LatencyMatrix, c: Case, tree: Tree) -> float:
-    P = c.procs
-    if P != len(model.names):
-        raise Unavailable(f"the latency matrix has {len(model.names)} ranks; P = {P}")
-    children = {(rel + c.root) % P: [(k + c.root) % P for k in kids] for rel, kids in enumerate(tree.children)}
-    return broadcast_time(model, children, c.root)
+def _tree_formula(variant: TreeVariant) -> None:
+    """Register eq. 1-2 for the broadcast down ``variant``'s tree shape (its shape parameters, such
+    as the k-nomial radix, come from the algorithm's parameters)."""
+    shape_params = [p.name for p in variant.params]
+    eq = "eq. 3" if variant.shape is flat_tree else "eq. 4"
+
+    @formula("bcast", variant.name, "latency", f"{SOURCE}; {eq} without overheads")
+    def cost(model: LatencyMatrix, c: Case) -> float:
+        P = c.procs
+        if P != len(model.names):
+            raise Unavailable(f"the latency matrix has {len(model.names)} ranks; P = {P}")
+        tree = variant.shape(P, **{k: c.params[k] for k in shape_params})
+        children = {(rel + c.root) % P: [(k + c.root) % P for k in kids] for rel, kids in enumerate(tree.children)}
+        return broadcast_time(model, children, c.root)
 
 
-@formula("bcast", "flat_tree", "latency", f"{SOURCE}; eq. 3 without overheads")
-def _flat(model: LatencyMatrix, c: Case) -> float:
-    return _tree_time(model, c, flat_tree(c.procs))
-
-
-@formula("bcast", "chain", "latency", f"{SOURCE}; eq. 4 without overheads")
-def _chain(model: LatencyMatrix, c: Case) -> float:
-    return _tree_time(model, c, chain(c.procs))
-
-
-@formula("bcast", "binary_tree", "latency", f"{SOURCE}; eq. 4 without overheads")
-def _binary(model: LatencyMatrix, c: Case) -> float:
-    return _tree_time(model, c, binary_tree(c.procs))
-
-
-@formula("bcast", "binomial_tree", "latency", f"{SOURCE}; eq. 4 without overheads")
-def _binomial(model: LatencyMatrix, c: Case) -> float:
-    return _tree_time(model, c, binomial_tree(c.procs))
-
-
-@formula("bcast", "knomial_tree", "latency", f"{SOURCE}; eq. 4 without overheads")
-def _knomial(model: LatencyMatrix, c: Case) -> float:
-    return _tree_time(model, c, knomial_tree(c.procs, c.params["radix"]))
+for _variant in TREE_VARIANTS:
+    if not (_variant.segmented or _variant.rendezvous):  # the model has neither sizes nor handshakes
+        _tree_formula(_variant)

@@ -23,21 +23,17 @@ from colltune.models.params import LogGP, LogP, Postal, ceil_log2
 EQ1 = "paper 000 eq. 1"
 
 
-def _packets(c: Case) -> int:
-    return c.segments()[1] if "segment_size" in c.params else 1
-
-
 @formula("bcast", ("binomial_tree", "binomial_tree_segmented"), "postal",
          f"{EQ1} (normalised LogP): ceil(log2 P)(k step + lambda - step), k = ceil(m/s)", segmented=True)
 def _postal_binomial(p: Postal, c: Case) -> float:
-    return ceil_log2(c.procs) * (_packets(c) * p.step + p.lam - p.step)
+    return ceil_log2(c.procs) * (c.segments()[1] * p.step + p.lam - p.step)
 
 
 @formula("bcast", ("binomial_tree", "binomial_tree_segmented"), "logp",
          f"{EQ1}: ceil(log2 P)(k gs + (2o + L) - gs) with gs = max(g, o), k = ceil(m/s)", segmented=True)
 def _logp_binomial(p: LogP, c: Case) -> float:
     gs = max(p.g, p.o)
-    return ceil_log2(c.procs) * (_packets(c) * gs + 2 * p.o + p.L - gs)
+    return ceil_log2(c.procs) * (c.segments()[1] * gs + 2 * p.o + p.L - gs)
 
 
 def _eager(p: LogGP, c: Case) -> None:

@@ -114,7 +114,7 @@ def ethernet_10g_tcp() -> Profile:
     G = 1 / goodput
     o, L, g = 2.5 * US, 10 * US, 5 * US
     copy = 1 / 8e9  # s/B: one core copying (or adding) at 8 GB/s
-    per_msg = Tabulated(sizes=(0, 1 << 20), values=(g, g + G * (1 << 20)))
+    per_msg = _linear_table(g, G)
     overhead = _linear_table(o, copy)
     return Profile(
         name="ethernet-10g-tcp", time_unit="s", default_model="hockney",
