@@ -18,10 +18,13 @@ from colltune import __version__
 from colltune.algorithms import REGISTRY, Algorithm
 from colltune.collectives import COLLECTIVES, Problem
 from colltune.errors import ColltuneError, VerificationError
-from colltune.models import MODELS, Prediction, Unavailable, formulas, predict, predict_all
-from colltune.profiles import BUILTINS, builtin, load_profile, profile_schema, with_overrides
-from colltune.schedule import REDUCTION_DTYPES, REDUCTION_OPS
+from colltune.models import MODELS, ParamSet, Prediction, Unavailable, formulas, predict, predict_all
+from colltune.profiles import BUILTINS, Profile, builtin, load_profile, profile_schema, with_overrides
+from colltune.schedule import REDUCTION_DTYPES, REDUCTION_OPS, Schedule
 from colltune.schedule import verify as verify_schedule
+from colltune.sim import NETWORKS, Topology, default_network, read_topology, simulate, star
+from colltune.sim.goal import goal_lines, read_goal, write_goal
+from colltune.sim.trace import write_trace
 from colltune.units import format_seconds, parse_bytes, parse_int_list, parse_size_list
 
 NATIVE_NOTE = ("`native` (runtime only): the MPI library's own collective, called through mpi4py; "
@@ -234,10 +237,7 @@ def predict_cmd(profile_spec: str | None, model: str | None, collective: str, al
         if model is None and profile is None:
             raise click.UsageError("give --profile, or --model with its parameters as --set NAME=VALUE")
         model = model or profile.default_model  # type: ignore[union-attr]
-        found = getattr(profile.models, model) if profile is not None else None
-        if profile is not None and found is None and not sets:
-            profile.params(model)  # raises, naming the models the profile has
-        values = with_overrides(found, model, _parse_params(sets, "--set")) if sets or found is None else found
+        values = _model_params(profile, model, sets)
         nbytes = parse_bytes(size)
         if root >= procs:
             raise click.UsageError(f"--root {root} is not a rank of {procs} processes (0..{procs - 1})")
@@ -263,6 +263,14 @@ def predict_cmd(profile_spec: str | None, model: str | None, collective: str, al
         sys.exit(1)
 
 
+def _model_params(profile: Profile | None, model: str, sets: tuple[str, ...]) -> ParamSet:
+    """The ``model`` parameters of ``profile`` (if any) with the ``--set`` overrides applied."""
+    found = getattr(profile.models, model) if profile is not None else None
+    if profile is not None and found is None and not sets:
+        profile.params(model)  # raises, naming the models the profile has
+    return with_overrides(found, model, _parse_params(sets, "--set")) if sets or found is None else found
+
+
 def _print_predictions(done: list[Prediction], missing: dict[str, str], model: str, unit: str, origin: str) -> None:
     con = _console()
     if done:
@@ -276,6 +284,129 @@ def _print_predictions(done: list[Prediction], missing: dict[str, str], model: s
         con.print(table)
     for name, why in missing.items():
         con.print(f"[dim]{name}: unavailable ({why})[/dim]")
+
+
+def _registry_schedule(collective: str | None, algorithm: str | None, procs: int | None, size: str | None,
+                       root: int, params: tuple[str, ...]) -> Schedule:
+    """The registry schedule named on the command line (for simulate and export-goal)."""
+    missing = [name for name, v in (("--collective", collective), ("--algorithm", algorithm), ("--procs", procs),
+                                    ("--size", size)) if v is None]
+    if missing:
+        raise click.UsageError(f"give {', '.join(missing)} (or --goal FILE)")
+    if root >= procs:  # type: ignore[operator]
+        raise click.UsageError(f"--root {root} is not a rank of {procs} processes (0..{procs - 1})")  # type: ignore[operator]
+    alg = REGISTRY.get(collective, algorithm)  # type: ignore[arg-type]
+    return alg.schedule(procs, root, parse_bytes(size), **_parse_params(params))  # type: ignore[arg-type]
+
+
+def _topology(spec: str | None, procs: int) -> Topology | None:
+    """``--topology``: a topology file, or ``star:RATE`` (one switch, RATE bytes per second per link)."""
+    if spec is None:
+        return None
+    if spec.startswith("star:"):
+        try:
+            rate = float(spec[5:])
+        except ValueError:
+            raise click.BadParameter(f"{spec!r}: star:RATE takes a rate in bytes per second",
+                                     param_hint="--topology") from None
+        if not rate > 0:
+            raise click.BadParameter(f"{spec!r}: the rate must be positive", param_hint="--topology")
+        return star(procs, rate)
+    return read_topology(spec)
+
+
+@main.command("simulate")
+@click.option("--profile", "profile_spec", metavar="FILE|builtin:NAME",
+              help="Profile to read the model parameters from.")
+@click.option("--model", "-m", type=click.Choice(list(NETWORKS)), default=None,
+              help="Network model (default: the one for the profile's default_model); see docs/simulator.md.")
+@click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
+              help="Give or override a model parameter, in seconds and bytes (e.g. L=5e-6); repeatable.")
+@_collective_option(required=False)
+@click.option("--algorithm", "-a", type=click.Choice(REGISTRY.names(aliases=True)), metavar="NAME",
+              help="Algorithm name or alias.")
+@click.option("--procs", "-p", type=click.IntRange(min=1), help="Process count P.")
+@click.option("--size", "-s", help="Block size in bytes, units allowed: 1000, 64KiB, 1MiB.")
+@click.option("--root", "-r", default=0, show_default=True, type=click.IntRange(min=0), help="Root rank.")
+@click.option("--param", "params", multiple=True, metavar="NAME=VALUE", help="Algorithm parameter; repeatable.")
+@click.option("--goal", "goal_file", type=click.Path(dir_okay=False), help="Simulate this GOAL file instead.")
+@click.option("--goal-unit", default=1e-9, show_default=True, type=click.FloatRange(min=0, min_open=True),
+              help="Seconds per GOAL time unit (calc N lasts N of them).")
+@click.option("--topology", "topology_spec", metavar="FILE|star:RATE",
+              help="Carry the messages as flows over this switched network (endpoint models only).")
+@click.option("--sharing", type=click.Choice(["equal", "maxmin"]), default="equal", show_default=True,
+              help="How a link's bandwidth is split among its flows (paper 001 eq. 7, or max-min fairness).")
+@click.option("--trace", "trace_file", type=click.Path(dir_okay=False), help="Write a Chrome trace (Perfetto).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON; the total time in seconds is 'total'.")
+def simulate_cmd(profile_spec: str | None, model: str | None, sets: tuple[str, ...], collective: str | None,
+                 algorithm: str | None, procs: int | None, size: str | None, root: int, params: tuple[str, ...],
+                 goal_file: str | None, goal_unit: float, topology_spec: str | None, sharing: str,
+                 trace_file: str | None, as_json: bool) -> None:
+    """Simulate a collective (or a GOAL schedule) on a network model, event by event."""
+    try:
+        profile = load_profile(profile_spec) if profile_spec else None
+        if model is None and profile is None:
+            raise click.UsageError("give --profile, or --model with its parameters as --set NAME=VALUE")
+        network = model or default_network(profile.default_model)  # type: ignore[union-attr]
+        values = _model_params(profile, NETWORKS[network].params, sets)
+        if goal_file is not None:
+            if collective or algorithm:
+                raise click.UsageError("--goal replaces --collective/--algorithm; give one or the other")
+            schedule = read_goal(goal_file, goal_unit)
+        else:
+            schedule = _registry_schedule(collective, algorithm, procs, size, root, params)
+        topology = _topology(topology_spec, schedule.procs)
+        result = simulate(schedule, network, values, topology=topology, sharing=sharing)  # type: ignore[arg-type]
+        if trace_file:
+            write_trace(trace_file, schedule, result)
+    except ColltuneError as exc:
+        raise click.UsageError(str(exc)) from None
+    except OSError as exc:
+        raise click.UsageError(f"{exc.filename}: {exc.strerror}") from None
+    unit = profile.time_unit if profile is not None else "s"
+    what = {"goal": goal_file} if goal_file else {k: schedule.meta[k] for k in
+                                                  ("collective", "algorithm", "procs", "root", "size", "params")}
+    if as_json:
+        click.echo(json.dumps({"profile": profile.name if profile else None, "time_unit": unit, **what,
+                               **result.as_dict()}, indent=2))
+        return
+    shown = format_seconds(result.total) if unit == "s" else f"{result.total:.6g} units"
+    origin = profile.name if profile else "--set"
+    title = goal_file if goal_file else f"{what['collective']}/{what['algorithm']}, P = {schedule.procs}, {what['size']} B"
+    con = _console()
+    con.print(f"{title} on {network} ({origin}): [bold]{shown}[/bold]")
+    con.print(f"{result.messages} messages, {result.events} events"
+              + (f", {int(result.rto.sum())} retransmission timeouts" if result.rto.any() else ""))
+    if trace_file:
+        con.print(f"trace written to {trace_file}")
+
+
+@main.command("export-goal")
+@_collective_option(required=True)
+@click.option("--algorithm", "-a", required=True, type=click.Choice(REGISTRY.names(aliases=True)), metavar="NAME",
+              help="Algorithm name or alias.")
+@click.option("--procs", "-p", required=True, type=click.IntRange(min=1), help="Process count P.")
+@click.option("--size", "-s", required=True, help="Block size in bytes, units allowed: 1000, 64KiB, 1MiB.")
+@click.option("--root", "-r", default=0, show_default=True, type=click.IntRange(min=0), help="Root rank.")
+@click.option("--param", "params", multiple=True, metavar="NAME=VALUE", help="Algorithm parameter; repeatable.")
+@click.option("--goal-unit", default=1e-9, show_default=True, type=click.FloatRange(min=0, min_open=True),
+              help="Seconds per GOAL time unit, for calc statements.")
+@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False, allow_dash=True),
+              help="GOAL file to write, or - for standard output.")
+def export_goal_cmd(collective: str, algorithm: str, procs: int, size: str, root: int, params: tuple[str, ...],
+                    goal_unit: float, output: str) -> None:
+    """Write a registry schedule as GOAL, the schedule language of LogGOPSim."""
+    try:
+        schedule = _registry_schedule(collective, algorithm, procs, size, root, params)
+        if output == "-":
+            for line in goal_lines(schedule, goal_unit):
+                click.echo(line)
+        else:
+            write_goal(output, schedule, goal_unit)
+    except ColltuneError as exc:
+        raise click.UsageError(str(exc)) from None
+    except OSError as exc:
+        raise click.UsageError(f"{exc.filename}: {exc.strerror}") from None
 
 
 @main.command("profiles")

@@ -76,26 +76,30 @@ class LogP(ParamSet):
 
 
 class LogGP(ParamSet):
-    """LogGP with the rendezvous threshold of LogGOPS.
+    """LogGP with LogGOPS's overhead per byte O and rendezvous threshold S.
 
-    A message of s bytes occupies the sender's CPU for ``o`` and its NIC for ``g + (s-1) G``,
-    arrives ``o + L`` after it started and is received ``o + (s-1) G`` later: ``2o + L + (s-1) G``
-    end to end (the LogGOPSim rules with O = 0).  Messages above ``S`` bytes use rendezvous.
+    A message of s bytes occupies the sender's CPU for ``o + (s-1) O`` and its NIC for
+    ``g + (s-1) G``, arrives ``o + L`` after it started and occupies the receiver's CPU for
+    ``o + max((s-1) O, (s-1) G)`` from then: ``2o + L + (s-1) max(O, G)`` end to end (the rules of
+    LogGOPSim, Hoefler, Schneider, Lumsdaine 2010).  Messages above ``S`` bytes use rendezvous:
+    the send completes only once its receive is matched.
     """
 
     L: Time = Field(description="network latency, s")
     o: Time = Field(description="CPU overhead of a send or a receive, s")
     g: Time = Field(description="minimum gap between consecutive messages, s")
     G: PerByte = Field(description="gap per byte of a long message, s/B")
+    O: PerByte = Field(0.0, description="CPU overhead per byte, s/B (LogGOPS; 0 in plain LogGP)")
     S: int = Field(65536, ge=0, description="rendezvous threshold, bytes: larger messages wait for their receiver")
 
     def gap(self, s: int) -> float:
         """Time between the starts of two consecutive sends of ``s`` bytes, in seconds."""
-        return max(self.o, self.g + max(s - 1, 0) * self.G)
+        extra = max(s - 1, 0)
+        return max(self.o + extra * self.O, self.g + extra * self.G)
 
     def message(self, s: int) -> float:
         """End-to-end time of one eager message of ``s`` bytes, in seconds."""
-        return 2 * self.o + self.L + max(s - 1, 0) * self.G
+        return 2 * self.o + self.L + max(s - 1, 0) * max(self.O, self.G)
 
 
 class Tabulated(ParamSet):

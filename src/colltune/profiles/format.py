@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import typing
 from pathlib import Path
 from typing import Any, Literal
@@ -21,6 +20,7 @@ import pydantic
 from pydantic import Field, model_validator
 
 from colltune.errors import ColltuneError
+from colltune.files import write_atomic
 from colltune.models.params import (
     MODELS,
     ClusterModel,
@@ -145,15 +145,7 @@ def read_profile(path: str | os.PathLike[str]) -> Profile:
 
 def write_profile(profile: Profile, path: str | os.PathLike[str]) -> None:
     """Write ``profile`` to ``path`` atomically: a temporary file in the same directory, then a rename."""
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(profile.to_json())
-        os.replace(tmp, target)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    write_atomic(path, profile.to_json())
 
 
 def load_profile(spec: str) -> Profile:

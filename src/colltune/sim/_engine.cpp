@@ -1,0 +1,830 @@
+// The event-driven core of colltune's simulator.
+//
+// It times a columnar schedule (the arrays of colltune.schedule.Schedule, read in place through
+// nanobind without copying) on a network given as per-message cost columns, computed in Python
+// from a model's parameters (colltune.sim.network):
+//
+//   send of message i at time t: needs the sender's CPU and send NIC free; the CPU is then busy
+//     until t + cs[i], the NIC until t + gs[i];
+//   fixed-latency transport: the message reaches the receiver at t + lat[i];
+//   flow transport (a topology is given): a flow of vol[i] units starts at t on the path from
+//     sender to receiver, shares each link's capacity with the other flows on it (an equal split
+//     taking the minimum over the path, paper 001 eq. 6-7, or max-min fairness), and the message
+//     arrives lat[i] after the flow ends (plus rto[i], a retransmission penalty);
+//   at arrival ta the message waits for the receiver's CPU and receive NIC; processed at t' it
+//     keeps the CPU busy until t' + cr[i] and the NIC until t' + gr[i];
+//   a receive is posted at no cost and completes when its message has been processed (MPI
+//     matching: by source and tag, in posting order);
+//   an eager send completes when it starts, a rendezvous one (rdv[i]) once its receive is matched
+//     and a flow-transported one once its flow has ended;
+//   a local op (copy, reduction, delay) occupies the CPU for cost[i].
+//
+// With cs = o + (s-1)O, gs = g + (s-1)G, lat = o + L, cr = o + max((s-1)O, (s-1)G) and
+// gr = g + (s-1)G these are the rules of LogGOPSim (Hoefler, Schneider, Lumsdaine 2010).  As in
+// LogGOPSim, an op whose dependencies are met gets as ready time the time its host's CPU (and,
+// for a send, its send NIC) is next free, and when several ops compete for the same resource the
+// one that became ready first (by a global insertion counter) goes first.  Unlike LogGOPSim,
+// waiting ops are kept in per-host queues instead of being re-queued in the global heap, and
+// messages are matched through a hash table: both are what keep a million messages fast.
+//
+// Times are double-precision seconds (or the profile's abstract unit).  The run is deterministic:
+// single-threaded, every tie broken by the insertion counter.
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <queue>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace nb = nanobind;
+
+template <typename T>
+using In = nb::ndarray<const T, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+template <typename T>
+using Out = nb::ndarray<T, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+
+namespace {
+
+constexpr int8_t SEND = 0, RECV = 1;  // colltune.schedule.Kind; every other kind is local
+constexpr double INF = std::numeric_limits<double>::infinity();
+
+struct Item {  // an op or message waiting in a host queue
+  double ready;
+  uint64_t ts;
+  int64_t id;
+};
+struct ByReady {
+  bool operator()(const Item& a, const Item& b) const {
+    return a.ready != b.ready ? a.ready > b.ready : a.ts > b.ts;
+  }
+};
+struct ByTs {
+  bool operator()(const Item& a, const Item& b) const { return a.ts > b.ts; }
+};
+
+// Items of one class (sends, messages or local ops) of one host.  An item can fire once its
+// ready time has come and the class's resources are free at R; among the items ready by R the
+// oldest (smallest ts) fires first, otherwise the earliest ready one.
+struct ClassQueue {
+  std::priority_queue<Item, std::vector<Item>, ByReady> future;
+  std::priority_queue<Item, std::vector<Item>, ByTs> avail;
+
+  bool empty() const { return future.empty() && avail.empty(); }
+  // (time, ts) at which the next item would fire if the resources are free from R on.
+  bool candidate(double R, double& time, uint64_t& ts) {
+    while (!future.empty() && future.top().ready <= R) {
+      avail.push(future.top());
+      future.pop();
+    }
+    if (!avail.empty()) {
+      time = R;
+      ts = avail.top().ts;
+      return true;
+    }
+    if (!future.empty()) {
+      time = future.top().ready;
+      ts = future.top().ts;
+      return true;
+    }
+    return false;
+  }
+  Item pop() {  // the item candidate() named
+    if (!avail.empty()) {
+      Item it = avail.top();
+      avail.pop();
+      return it;
+    }
+    Item it = future.top();
+    future.pop();
+    return it;
+  }
+};
+
+struct Host {
+  double cpu = 0, nic_s = 0, nic_r = 0;
+  ClassQueue sends, msgs, locals;
+  uint64_t version = 0;
+};
+
+enum EventType : uint8_t { EV_HOST, EV_RECV, EV_FLOW, EV_SEND_FLOW_DONE, EV_ARRIVE };
+struct Event {
+  double time;
+  uint64_t ts;
+  EventType type;
+  int64_t a;
+  uint64_t version;
+};
+struct EventOrder {
+  bool operator()(const Event& x, const Event& y) const {
+    return x.time != y.time ? x.time > y.time : x.ts > y.ts;
+  }
+};
+
+// MPI matching by (receiver, sender, tag), in posting order: one FIFO per key, holding either
+// posted receives or processed messages that no receive has asked for yet (never both: a new
+// entry of the other sort matches at once).  Keys live in an open-addressing hash table; the
+// FIFO entries in one pool, linked by index.
+class Matcher {
+ public:
+  struct Entry {
+    int64_t op;    // a receive op, or the send op of a message
+    double end;    // for a message: when its receive would be complete
+    int64_t next;  // next entry of the FIFO, -1 at the tail
+  };
+  explicit Matcher(int64_t expected) {
+    size_t cap = 16;
+    while (cap < size_t(2 * expected + 16)) cap <<= 1;
+    keys.assign(cap, EMPTY);
+    heads.assign(cap, -1);
+    tails.assign(cap, -1);
+    is_recv.assign(cap, 0);
+    mask = cap - 1;
+  }
+  // Take the oldest entry of the other sort for `key`, or queue this one; true when matched.
+  bool match_or_queue(uint64_t key, bool recv, int64_t op, double end, Entry& matched) {
+    size_t slot = find(key);
+    if (heads[slot] >= 0 && bool(is_recv[slot]) != recv) {
+      matched = pool[heads[slot]];
+      heads[slot] = matched.next;
+      if (heads[slot] < 0) tails[slot] = -1;
+      return true;
+    }
+    int64_t at = int64_t(pool.size());
+    pool.push_back(Entry{op, end, -1});
+    if (tails[slot] >= 0) {
+      pool[tails[slot]].next = at;
+    } else {
+      heads[slot] = at;
+    }
+    tails[slot] = at;
+    is_recv[slot] = recv;
+    return false;
+  }
+  int64_t waiting_messages() const {
+    int64_t count = 0;
+    for (size_t s = 0; s < keys.size(); ++s)
+      if (keys[s] != EMPTY && !is_recv[s])
+        for (int64_t e = heads[s]; e >= 0; e = pool[e].next) ++count;
+    return count;
+  }
+
+ private:
+  static constexpr uint64_t EMPTY = ~uint64_t(0);
+  std::vector<uint64_t> keys;
+  std::vector<int64_t> heads, tails;
+  std::vector<uint8_t> is_recv;
+  std::vector<Entry> pool;
+  size_t mask = 0, used = 0;
+
+  size_t find(uint64_t key) {
+    size_t slot = size_t((key * 0x9E3779B97F4A7C15ULL) >> 17) & mask;
+    while (keys[slot] != EMPTY && keys[slot] != key) slot = (slot + 1) & mask;
+    if (keys[slot] == EMPTY) {
+      keys[slot] = key;
+      if (++used * 2 > keys.size()) {
+        grow();
+        return find(key);
+      }
+    }
+    return slot;
+  }
+  void grow() {
+    std::vector<uint64_t> old_keys;
+    std::vector<int64_t> old_heads, old_tails;
+    std::vector<uint8_t> old_recv;
+    old_keys.swap(keys);
+    old_heads.swap(heads);
+    old_tails.swap(tails);
+    old_recv.swap(is_recv);
+    size_t cap = old_keys.size() * 2;
+    keys.assign(cap, EMPTY);
+    heads.assign(cap, -1);
+    tails.assign(cap, -1);
+    is_recv.assign(cap, 0);
+    mask = cap - 1;
+    used = 0;
+    for (size_t s = 0; s < old_keys.size(); ++s) {
+      if (old_keys[s] == EMPTY) continue;
+      size_t t = find(old_keys[s]);
+      heads[t] = old_heads[s];
+      tails[t] = old_tails[s];
+      is_recv[t] = old_recv[s];
+    }
+  }
+};
+
+struct FlowGroup {  // the active flows of one (sender, receiver) pair share one rate
+  int32_t src, dst;
+  int64_t path_lo, path_hi;  // links in Engine::path_links
+  int64_t active = 0;
+  double w_ref = 0, t_ref = 0, rate = 0;  // progress per flow: w_ref at t_ref, growing at rate
+  uint64_t version = 0;
+  std::priority_queue<std::pair<double, int64_t>, std::vector<std::pair<double, int64_t>>,
+                      std::greater<std::pair<double, int64_t>>>
+      flows;  // (progress at which the flow is complete, send op)
+  double progress(double t) const { return w_ref + rate * (t - t_ref); }
+};
+
+class Engine {
+ public:
+  // schedule
+  int64_t P = 0, n = 0;
+  const int8_t* kind;
+  const int32_t *rank, *peer, *tag;
+  const int64_t* rank_ptr;
+  // per-op costs
+  const double *cost, *cs, *gs, *lat, *cr, *gr, *vol, *rto;
+  const uint8_t* rdv;
+  bool flows_on = false, maxmin = false;
+  // outputs
+  double *start, *end, *flow_end, *flow_rate, *completion;
+
+  // dependencies, reversed: for op j, the ops waiting on its start / on its completion
+  std::vector<int64_t> rev_ptr, rev_idx;
+  std::vector<uint8_t> rev_start;
+  std::vector<int32_t> pending;
+  std::vector<uint8_t> started, done;
+  std::vector<uint8_t> send_wait;  // what a send still waits for before it completes
+
+  std::vector<Host> hosts;
+  std::priority_queue<Event, std::vector<Event>, EventOrder> events;
+  uint64_t counter = 0;
+  double now = 0;
+  uint64_t processed = 0;
+  Matcher* match = nullptr;
+  std::vector<int64_t> freed, batch, touched;
+
+  // topology and flows
+  std::vector<int32_t> parent, depth;
+  std::vector<double> capacity;  // per directed link: 2 * node (up to the parent), 2 * node + 1 (down)
+  std::vector<int64_t> link_count;
+  std::vector<uint64_t> link_stamp;
+  std::vector<std::vector<int32_t>> link_groups;
+  std::vector<int32_t> path_links;
+  std::vector<FlowGroup> groups;
+  std::unordered_map<uint64_t, int32_t> group_of;
+  std::vector<int32_t> dirty_links, dirty_groups;
+  std::vector<uint64_t> group_stamp;
+  uint64_t stamp = 1;  // marks links and groups touched since the last rate update
+  int32_t host_node0 = 0;
+  const int32_t* host_node = nullptr;
+
+  // exact for P < 2^16 and 32-bit tags (the Python side checks P)
+  uint64_t match_key(int64_t dst, int64_t src, int64_t t) const {
+    return (uint64_t(dst) * uint64_t(P) + uint64_t(src)) * 0x100000001ULL + uint64_t(uint32_t(t));
+  }
+
+  void push(double time, EventType type, int64_t a, uint64_t version = 0) {
+    events.push(Event{time, counter++, type, a, version});
+  }
+
+  // -- dependencies ------------------------------------------------------------------------------
+  void build_deps(const int64_t* dep_ptr, const int64_t* dep_idx, const bool* dep_start, bool in_order) {
+    pending.assign(n, 0);
+    std::vector<int64_t> count(n + 1, 0);
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t k = dep_ptr[i]; k < dep_ptr[i + 1]; ++k) {
+        int64_t j = dep_idx[k];
+        if (j < 0 || j >= n || rank[j] != rank[i]) throw std::invalid_argument("dependency outside the op's rank");
+        ++count[j + 1];
+        ++pending[i];
+      }
+      if (in_order && i > rank_ptr[rank[i]]) {
+        ++count[i];  // op i - 1 starts op i
+        ++pending[i];
+      }
+    }
+    for (int64_t j = 0; j < n; ++j) count[j + 1] += count[j];
+    rev_ptr = count;
+    rev_idx.assign(count[n], 0);
+    rev_start.assign(count[n], 0);
+    std::vector<int64_t> fill(count.begin(), count.end() - 1);
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t k = dep_ptr[i]; k < dep_ptr[i + 1]; ++k) {
+        int64_t j = dep_idx[k], at = fill[j]++;
+        rev_idx[at] = i;
+        rev_start[at] = dep_start[k];
+      }
+      if (in_order && i > rank_ptr[rank[i]]) {
+        int64_t at = fill[i - 1]++;
+        rev_idx[at] = i;
+        rev_start[at] = 1;
+      }
+    }
+  }
+
+  void satisfy(int64_t j, bool on_start) {
+    for (int64_t k = rev_ptr[j]; k < rev_ptr[j + 1]; ++k) {
+      if (bool(rev_start[k]) == on_start && --pending[rev_idx[k]] == 0) freed.push_back(rev_idx[k]);
+    }
+  }
+  void mark_started(int64_t i, double t) {
+    started[i] = 1;
+    start[i] = t;
+    satisfy(i, true);
+  }
+  void mark_done(int64_t i, double t_end) {
+    done[i] = 1;
+    end[i] = t_end;
+    satisfy(i, false);
+  }
+
+  // Free ops become ready when their host's resources are next free, in LogGOPSim's order:
+  // sends, then receives, then local ops.
+  void release() {
+    if (freed.empty()) return;
+    auto rank_of = [](int8_t k) { return k == SEND ? 0 : k == RECV ? 1 : 2; };
+    if (freed.size() > 1)
+      std::stable_sort(freed.begin(), freed.end(),
+                       [&](int64_t a, int64_t b) { return rank_of(kind[a]) < rank_of(kind[b]); });
+    batch.swap(freed);
+    freed.clear();
+    touched.clear();
+    for (int64_t i : batch) {
+      Host& h = hosts[rank[i]];
+      double ready = std::max(now, h.cpu);
+      if (kind[i] == SEND) {
+        h.sends.future.push(Item{std::max(ready, h.nic_s), counter++, i});
+      } else if (kind[i] == RECV) {
+        push(ready, EV_RECV, i);
+        continue;
+      } else {
+        h.locals.future.push(Item{ready, counter++, i});
+      }
+      touched.push_back(rank[i]);
+    }
+    std::sort(touched.begin(), touched.end());
+    touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+    batch.clear();
+    for (int64_t h : touched) schedule_host(h);
+  }
+
+  // -- hosts ---------------------------------------------------------------------------------------
+  void schedule_host(int64_t hi) {
+    Host& h = hosts[hi];
+    double best = INF, t;
+    uint64_t best_ts = 0, ts;
+    if (h.sends.candidate(std::max(h.cpu, h.nic_s), t, ts) && (t < best || (t == best && ts < best_ts))) {
+      best = t;
+      best_ts = ts;
+    }
+    if (h.msgs.candidate(std::max(h.cpu, h.nic_r), t, ts) && (t < best || (t == best && ts < best_ts))) {
+      best = t;
+      best_ts = ts;
+    }
+    if (h.locals.candidate(h.cpu, t, ts) && (t < best || (t == best && ts < best_ts))) {
+      best = t;
+      best_ts = ts;
+    }
+    ++h.version;
+    if (best < INF) events.push(Event{std::max(best, now), best_ts, EV_HOST, hi, h.version});
+  }
+
+  void fire_host(int64_t hi) {
+    Host& h = hosts[hi];
+    double t;
+    uint64_t ts;
+    // find which class owns the candidate (the same choice schedule_host made)
+    ClassQueue* which = nullptr;
+    double best = INF;
+    uint64_t best_ts = 0;
+    ClassQueue* queues[3] = {&h.sends, &h.msgs, &h.locals};
+    double R[3] = {std::max(h.cpu, h.nic_s), std::max(h.cpu, h.nic_r), h.cpu};
+    for (int c = 0; c < 3; ++c) {
+      if (queues[c]->candidate(R[c], t, ts) && (t < best || (t == best && ts < best_ts))) {
+        best = t;
+        best_ts = ts;
+        which = queues[c];
+      }
+    }
+    Item it = which->pop();
+    if (which == &h.sends) {
+      fire_send(hi, it.id);
+    } else if (which == &h.msgs) {
+      fire_message(hi, it.id);
+    } else {
+      int64_t i = it.id;
+      h.cpu = now + cost[i];
+      mark_started(i, now);
+      mark_done(i, now + cost[i]);
+    }
+  }
+
+  void fire_send(int64_t hi, int64_t i) {
+    Host& h = hosts[hi];
+    h.cpu = now + cs[i];
+    h.nic_s = now + gs[i];
+    end[i] = now + cs[i];
+    mark_started(i, now);
+    send_wait[i] = uint8_t(rdv[i] ? 1 : 0) + uint8_t(flows_on ? 1 : 0);
+    if (flows_on) {
+      start_flow(i);
+    } else {
+      arrive(i, now + lat[i]);
+    }
+    if (!done[i] && send_wait[i] == 0) mark_done(i, end[i]);
+  }
+
+  void arrive(int64_t i, double t) {
+    Host& d = hosts[peer[i]];
+    d.msgs.future.push(Item{t, counter++, i});
+    schedule_host(peer[i]);
+  }
+
+  void send_progress(int64_t i, double t) {  // one of the things send i waits for happened at t
+    end[i] = std::max(end[i], t);
+    if (--send_wait[i] == 0) mark_done(i, end[i]);
+  }
+
+  void rendezvous_matched(int64_t i) {
+    Host& s = hosts[rank[i]];
+    s.cpu = std::max(s.cpu, now);
+    s.nic_s = std::max(s.nic_s, now);
+    send_progress(i, now);
+    schedule_host(rank[i]);
+  }
+
+  void fire_message(int64_t hi, int64_t i) {
+    Host& h = hosts[hi];
+    h.cpu = now + cr[i];
+    h.nic_r = now + gr[i];
+    Matcher::Entry recv;
+    if (match->match_or_queue(match_key(hi, rank[i], tag[i]), false, i, now + cr[i], recv)) {
+      mark_done(recv.op, now + cr[i]);
+      if (rdv[i]) rendezvous_matched(i);
+    }
+  }
+
+  void post_recv(int64_t j) {
+    mark_started(j, now);
+    Matcher::Entry msg;
+    if (match->match_or_queue(match_key(rank[j], peer[j], tag[j]), true, j, 0.0, msg)) {
+      mark_done(j, std::max(now, msg.end));
+      if (rdv[msg.op]) rendezvous_matched(msg.op);
+    }
+  }
+
+  // -- flows ---------------------------------------------------------------------------------------
+  void set_topology(const int32_t* par, int64_t nodes, const double* up, const double* down,
+                    const int32_t* hnode) {
+    parent.assign(par, par + nodes);
+    depth.assign(nodes, -1);
+    for (int64_t v = 0; v < nodes; ++v) {
+      int64_t d = 0, u = v;
+      while (parent[u] >= 0) {
+        u = parent[u];
+        if (++d > nodes) throw std::invalid_argument("the topology's parent links form a cycle");
+      }
+      depth[v] = int32_t(d);
+    }
+    capacity.assign(2 * nodes, INF);
+    for (int64_t v = 0; v < nodes; ++v) {
+      capacity[2 * v] = up[v];
+      capacity[2 * v + 1] = down[v];
+    }
+    link_count.assign(2 * nodes, 0);
+    link_stamp.assign(2 * nodes, 0);
+    link_groups.assign(2 * nodes, {});
+    host_node = hnode;
+  }
+
+  int32_t group_for(int64_t src, int64_t dst) {
+    uint64_t k = uint64_t(src) * uint64_t(P) + uint64_t(dst);
+    auto found = group_of.find(k);
+    if (found != group_of.end()) return found->second;
+    int32_t g = int32_t(groups.size());
+    groups.emplace_back();
+    FlowGroup& G = groups.back();
+    G.src = int32_t(src);
+    G.dst = int32_t(dst);
+    G.path_lo = int64_t(path_links.size());
+    int32_t a = host_node[src], b = host_node[dst];
+    std::vector<int32_t> down;
+    while (a != b) {
+      if (depth[a] >= depth[b]) {
+        path_links.push_back(2 * a);  // up from a
+        a = parent[a];
+      } else {
+        down.push_back(2 * b + 1);  // down into b
+        b = parent[b];
+      }
+    }
+    path_links.insert(path_links.end(), down.rbegin(), down.rend());
+    G.path_hi = int64_t(path_links.size());
+    for (int64_t k2 = G.path_lo; k2 < G.path_hi; ++k2) link_groups[path_links[k2]].push_back(g);
+    group_stamp.push_back(0);
+    group_of.emplace(k, g);
+    return g;
+  }
+
+  void touch_group(int32_t g) {
+    if (group_stamp[g] != stamp) {
+      group_stamp[g] = stamp;
+      dirty_groups.push_back(g);
+    }
+  }
+  void touch_links(const FlowGroup& G) {
+    for (int64_t k = G.path_lo; k < G.path_hi; ++k) {
+      int32_t l = path_links[k];
+      if (link_stamp[l] != stamp) {
+        link_stamp[l] = stamp;
+        dirty_links.push_back(l);
+      }
+    }
+  }
+
+  void start_flow(int64_t i) {
+    if (vol[i] <= 0) {  // nothing to carry: the flow ends as it starts
+      flow_end[i] = now;
+      flow_rate[i] = INF;
+      finish_flow(i);
+      return;
+    }
+    int32_t g = group_for(rank[i], peer[i]);
+    FlowGroup& G = groups[g];
+    G.w_ref = G.progress(now);
+    G.t_ref = now;
+    G.flows.push({G.w_ref + vol[i], i});
+    ++G.active;
+    for (int64_t k = G.path_lo; k < G.path_hi; ++k) ++link_count[path_links[k]];
+    touch_links(G);
+    touch_group(g);
+  }
+
+  void finish_flow(int64_t i) {  // flow of send i has carried everything at `now`
+    double done_at = now + rto[i];
+    if (rto[i] > 0) {
+      push(done_at, EV_SEND_FLOW_DONE, i);
+    } else {
+      send_progress(i, now);
+    }
+    arrive_later(i, done_at + lat[i]);
+  }
+
+  void arrive_later(int64_t i, double t) {
+    if (t <= now) {
+      arrive(i, t);
+    } else {
+      push(t, EV_ARRIVE, i);
+    }
+  }
+
+  void flow_event(int64_t g, uint64_t version) {
+    FlowGroup& G = groups[g];
+    if (version != G.version) return;
+    double w = G.progress(now);
+    G.w_ref = w;
+    G.t_ref = now;
+    double tol = 1e-12 * std::max(1.0, std::fabs(w));
+    while (!G.flows.empty() && G.flows.top().first <= w + tol) {
+      int64_t i = G.flows.top().second;
+      G.flows.pop();
+      --G.active;
+      for (int64_t k = G.path_lo; k < G.path_hi; ++k) --link_count[path_links[k]];
+      flow_end[i] = now;
+      flow_rate[i] = G.rate;
+      finish_flow(i);
+    }
+    touch_links(G);
+    touch_group(int32_t(g));
+  }
+
+  double equal_share(const FlowGroup& G) const {  // paper 001 eq. 7
+    double r = INF;
+    for (int64_t k = G.path_lo; k < G.path_hi; ++k) {
+      int32_t l = path_links[k];
+      r = std::min(r, capacity[l] / double(link_count[l]));
+    }
+    return r;
+  }
+
+  void set_rate(int32_t g, double rate) {
+    FlowGroup& G = groups[g];
+    G.w_ref = G.progress(now);
+    G.t_ref = now;
+    G.rate = rate;
+    ++G.version;
+    if (G.active > 0 && !G.flows.empty()) {
+      double left = G.flows.top().first - G.w_ref;
+      double t = rate > 0 ? now + std::max(left, 0.0) / rate : INF;
+      if (t < INF) events.push(Event{t, counter++, EV_FLOW, g, G.version});
+    }
+  }
+
+  void recompute_rates() {
+    if (maxmin) {
+      maxmin_rates();
+    } else {
+      for (int32_t l : dirty_links)
+        for (int32_t g : link_groups[l])
+          if (groups[g].active > 0) touch_group(g);
+      for (int32_t g : dirty_groups)
+        if (groups[g].active > 0) set_rate(g, equal_share(groups[g]));
+    }
+    dirty_links.clear();
+    dirty_groups.clear();
+    ++stamp;
+  }
+
+  // Max-min fairness by progressive filling: repeatedly saturate the link whose remaining
+  // capacity per unfrozen flow is smallest, fixing the rate of every flow that crosses it.
+  void maxmin_rates() {
+    std::vector<int32_t> active;
+    for (int32_t g = 0; g < int32_t(groups.size()); ++g)
+      if (groups[g].active > 0) active.push_back(g);
+    std::vector<double> left(capacity);
+    std::vector<int64_t> unfrozen(capacity.size(), 0);
+    std::vector<uint8_t> frozen(groups.size(), 0);
+    std::vector<int32_t> links;
+    for (int32_t g : active)
+      for (int64_t k = groups[g].path_lo; k < groups[g].path_hi; ++k) {
+        int32_t l = path_links[k];
+        if (unfrozen[l] == 0) links.push_back(l);
+        unfrozen[l] += groups[g].active;
+      }
+    std::sort(links.begin(), links.end());
+    size_t remaining = active.size();
+    while (remaining > 0) {
+      int32_t best = -1;
+      double share = INF;
+      for (int32_t l : links)
+        if (unfrozen[l] > 0 && left[l] / double(unfrozen[l]) < share) {
+          share = left[l] / double(unfrozen[l]);
+          best = l;
+        }
+      if (best < 0) break;
+      for (int32_t g : link_groups[best]) {
+        if (frozen[g] || groups[g].active == 0) continue;
+        frozen[g] = 1;
+        --remaining;
+        for (int64_t k = groups[g].path_lo; k < groups[g].path_hi; ++k) {
+          int32_t l = path_links[k];
+          left[l] = std::max(0.0, left[l] - share * double(groups[g].active));
+          unfrozen[l] -= groups[g].active;
+        }
+        set_rate(g, share);
+      }
+    }
+    for (int32_t g : active)  // flows between ranks on one node cross no link
+      if (!frozen[g]) set_rate(g, INF);
+  }
+
+  // -- main loop -----------------------------------------------------------------------------------
+  void run() {
+    hosts.assign(P, Host{});
+    started.assign(n, 0);
+    done.assign(n, 0);
+    send_wait.assign(n, 0);
+    for (int64_t i = 0; i < n; ++i) {
+      start[i] = NAN;
+      end[i] = NAN;
+      flow_end[i] = NAN;
+      flow_rate[i] = NAN;
+      if (pending[i] == 0) freed.push_back(i);
+    }
+    release();
+    while (true) {
+      bool dirty = !dirty_links.empty() || !dirty_groups.empty();
+      if (dirty && (events.empty() || events.top().time > now * (1 + 1e-12) + 1e-300)) recompute_rates();
+      if (events.empty()) break;
+      Event ev = events.top();
+      events.pop();
+      now = std::max(now, ev.time);
+      ++processed;
+      switch (ev.type) {
+        case EV_HOST:
+          if (ev.version == hosts[ev.a].version) {
+            fire_host(ev.a);
+            schedule_host(ev.a);
+          }
+          break;
+        case EV_RECV:
+          post_recv(ev.a);
+          break;
+        case EV_FLOW:
+          flow_event(ev.a, ev.version);
+          break;
+        case EV_SEND_FLOW_DONE:
+          send_progress(ev.a, now);
+          break;
+        case EV_ARRIVE:
+          arrive(ev.a, now);
+          break;
+      }
+      release();
+    }
+    for (int64_t r = 0; r < P; ++r) completion[r] = hosts[r].cpu;
+    for (int64_t i = 0; i < n; ++i)
+      if (done[i]) completion[rank[i]] = std::max(completion[rank[i]], end[i]);
+  }
+};
+
+template <typename T>
+const T* data_of(const In<T>& a, int64_t n, const char* name) {
+  if (int64_t(a.shape(0)) != n)
+    throw std::invalid_argument(std::string(name) + ": expected " + std::to_string(n) + " entries, got " +
+                                std::to_string(a.shape(0)));
+  return a.data();
+}
+
+nb::dict simulate(int64_t procs, In<int8_t> kind, In<int32_t> rank, In<int32_t> peer, In<int32_t> tag,
+                  In<int64_t> rank_ptr, In<int64_t> dep_ptr, In<int64_t> dep_idx, In<bool> dep_start, bool in_order,
+                  In<double> cost, In<double> cs, In<double> gs, In<double> lat, In<double> cr, In<double> gr,
+                  In<uint8_t> rdv, In<double> vol, In<double> rto, In<int32_t> topo_parent, In<double> topo_up,
+                  In<double> topo_down, In<int32_t> host_node, bool maxmin, Out<double> start, Out<double> end,
+                  Out<double> flow_end, Out<double> flow_rate, Out<double> completion) {
+  Engine e;
+  e.P = procs;
+  e.n = int64_t(kind.shape(0));
+  int64_t n = e.n;
+  e.kind = kind.data();
+  e.rank = data_of(rank, n, "rank");
+  e.peer = data_of(peer, n, "peer");
+  e.tag = data_of(tag, n, "tag");
+  e.rank_ptr = data_of(rank_ptr, procs + 1, "rank_ptr");
+  const int64_t* dp = data_of(dep_ptr, n + 1, "dep_ptr");
+  if (int64_t(dep_idx.shape(0)) != dp[n] || int64_t(dep_start.shape(0)) != dp[n])
+    throw std::invalid_argument("dep_idx and dep_start must hold dep_ptr[-1] entries");
+  e.cost = data_of(cost, n, "cost");
+  e.cs = data_of(cs, n, "cs");
+  e.gs = data_of(gs, n, "gs");
+  e.lat = data_of(lat, n, "lat");
+  e.cr = data_of(cr, n, "cr");
+  e.gr = data_of(gr, n, "gr");
+  e.rdv = data_of(rdv, n, "rdv");
+  e.flows_on = topo_parent.shape(0) > 0;
+  e.maxmin = maxmin;
+  e.vol = e.flows_on ? data_of(vol, n, "vol") : nullptr;
+  e.rto = e.flows_on ? data_of(rto, n, "rto") : nullptr;
+  for (auto* out : {&start, &end, &flow_end, &flow_rate})
+    if (int64_t(out->shape(0)) != n) throw std::invalid_argument("output arrays need one entry per op");
+  if (int64_t(completion.shape(0)) != procs) throw std::invalid_argument("completion needs one entry per rank");
+  e.start = start.data();
+  e.end = end.data();
+  e.flow_end = flow_end.data();
+  e.flow_rate = flow_rate.data();
+  e.completion = completion.data();
+  for (int64_t i = 0; i < n; ++i) {
+    if (e.rank[i] < 0 || e.rank[i] >= procs) throw std::invalid_argument("rank out of range");
+    if ((kind.data()[i] == SEND || kind.data()[i] == RECV) && (e.peer[i] < 0 || e.peer[i] >= procs))
+      throw std::invalid_argument("peer out of range");
+  }
+  if (e.flows_on) {
+    int64_t nodes = int64_t(topo_parent.shape(0));
+    const int32_t* hn = data_of(host_node, procs, "host_node");
+    for (int64_t r = 0; r < procs; ++r)
+      if (hn[r] < 0 || hn[r] >= nodes) throw std::invalid_argument("host_node out of range");
+    e.set_topology(topo_parent.data(), nodes, data_of(topo_up, nodes, "topo_up"),
+                   data_of(topo_down, nodes, "topo_down"), hn);
+  }
+  e.build_deps(dp, dep_idx.data(), dep_start.data(), in_order);
+  int64_t receives = 0;
+  for (int64_t i = 0; i < n; ++i) receives += kind.data()[i] == RECV;
+  Matcher matcher(receives);
+  e.match = &matcher;
+  {
+    nb::gil_scoped_release unlocked;
+    e.run();
+  }
+  int64_t unreceived = e.match->waiting_messages();
+  int64_t unfinished = 0, first = -1;
+  for (int64_t i = 0; i < n; ++i)
+    if (!e.done[i]) {
+      if (first < 0) first = i;
+      ++unfinished;
+    }
+  double total = 0;
+  for (int64_t r = 0; r < procs; ++r) total = std::max(total, e.completion[r]);
+  nb::dict out;
+  out["total"] = total;
+  out["events"] = e.processed;
+  out["unfinished"] = unfinished;
+  out["unreceived"] = unreceived;
+  out["first_unfinished"] = first;
+  out["first_unfinished_started"] = first >= 0 ? bool(e.started[first]) : false;
+  return out;
+}
+
+}  // namespace
+
+NB_MODULE(_engine, m) {
+  m.doc() = "colltune's event-driven simulator core (see colltune.sim).";
+  m.def("simulate", &simulate, nb::arg("procs"), nb::arg("kind").noconvert(), nb::arg("rank").noconvert(),
+        nb::arg("peer").noconvert(), nb::arg("tag").noconvert(), nb::arg("rank_ptr").noconvert(),
+        nb::arg("dep_ptr").noconvert(), nb::arg("dep_idx").noconvert(), nb::arg("dep_start").noconvert(),
+        nb::arg("in_order"), nb::arg("cost").noconvert(), nb::arg("cs").noconvert(), nb::arg("gs").noconvert(),
+        nb::arg("lat").noconvert(), nb::arg("cr").noconvert(), nb::arg("gr").noconvert(),
+        nb::arg("rdv").noconvert(), nb::arg("vol").noconvert(), nb::arg("rto").noconvert(),
+        nb::arg("topo_parent").noconvert(), nb::arg("topo_up").noconvert(), nb::arg("topo_down").noconvert(),
+        nb::arg("host_node").noconvert(), nb::arg("maxmin"), nb::arg("start").noconvert(),
+        nb::arg("end").noconvert(), nb::arg("flow_end").noconvert(), nb::arg("flow_rate").noconvert(),
+        nb::arg("completion").noconvert(),
+        "Time a schedule; fills the output arrays and returns total, events and unfinished-op counts.");
+}

@@ -1,0 +1,202 @@
+"""Time a schedule on a network model: the Python face of the C++ engine (``_engine.cpp``).
+
+:func:`simulate` prices the schedule's messages with a registered network model
+(:mod:`colltune.sim.network`), hands the schedule's columns to the engine without copying them,
+and returns a :class:`SimResult`: per op its start and end, per rank its completion, and the
+total.  For PlogPT with its retransmission rule (paper 001 eq. 8, 9, 14), the rule looks at sends
+that start around the time another one ends, which a causal simulation cannot know in advance:
+colltune simulates without retransmissions, marks the sends the rule hits, simulates again with
+T_RTO added to them, and repeats until no further send is hit (at most ``MAX_RTO_ROUNDS`` times).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from colltune.errors import ColltuneError
+from colltune.models.params import ParamSet, PlogPT
+from colltune.models.plogpt import switch_between
+from colltune.schedule import Kind, Schedule
+from colltune.sim import _engine
+from colltune.sim.network import NETWORKS, Costs, Messages, NetworkError, local_costs, on_topology
+from colltune.sim.topology import Topology
+
+MAX_RTO_ROUNDS = 10
+#: The engine's hashed matching keys hold a (receiver, sender) pair in 32 bits.
+MAX_PROCS = 65535
+
+Sharing = Literal["equal", "maxmin"]
+
+
+class SimulationError(ColltuneError):
+    """A schedule that cannot complete (a receive without its send, a cycle of waits)."""
+
+
+@dataclass(frozen=True, eq=False)
+class SimResult:
+    """A simulated run.  Times are in seconds (or the profile's abstract unit).
+
+    Attributes
+    ----------
+    total:
+        When the last rank is done (its CPU idle and its last op complete).
+    completion:
+        ``(P,)``: when each rank is done.
+    start, end:
+        Per op: when it started (a send left, a receive was posted, a local op began) and when it
+        completed (a receive: its message processed; a send: it may be reused).
+    flow_end, flow_rate:
+        Per send with a topology: when its flow ended and its rate then (units per second); NaN
+        elsewhere.
+    rto:
+        Per op: True for the sends charged a retransmission timeout.
+    """
+
+    network: str
+    total: float
+    completion: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    flow_end: np.ndarray
+    flow_rate: np.ndarray
+    rto: np.ndarray
+    events: int
+    messages: int
+    rounds: int = 1
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self, ops: bool = False) -> dict[str, Any]:
+        """JSON-ready summary; with ``ops``, the per-op times too."""
+        out: dict[str, Any] = {"network": self.network, "total": self.total, "completion": self.completion.tolist(),
+                               "messages": self.messages, "events": self.events,
+                               "retransmissions": int(self.rto.sum()), "rounds": self.rounds, **self.meta}
+        if ops:
+            out["start"] = self.start.tolist()
+            out["end"] = self.end.tolist()
+        return out
+
+
+def _column(schedule: Schedule, name: str, dtype: type) -> np.ndarray:
+    arr = schedule.columns[name] if name in schedule.columns else getattr(schedule, name)
+    return np.ascontiguousarray(arr, dtype=dtype)  # no copy when the type already matches
+
+
+def price(schedule: Schedule, network: str, params: ParamSet, topology: Topology | None = None) -> Costs:
+    """The engine's cost columns for ``schedule`` on ``network`` (a name in :data:`NETWORKS`),
+    carried over ``topology`` if given."""
+    net = NETWORKS.get(network)
+    if net is None:
+        raise NetworkError(f"unknown network model {network!r}; valid: {', '.join(NETWORKS)}")
+    msgs = Messages(schedule, schedule.columns["kind"] == Kind.SEND)
+    costs = net.price(params, msgs)
+    if topology is not None:
+        if costs.topology is not None:
+            raise NetworkError(f"{network} brings its own topology; --topology applies to endpoint models only")
+        costs = on_topology(costs, msgs, topology)
+    return costs
+
+
+def simulate(schedule: Schedule, network: str, params: ParamSet, *, topology: Topology | None = None,
+             sharing: Sharing = "equal") -> SimResult:
+    """Time ``schedule`` on ``network`` with ``params``.
+
+    ``topology`` carries the messages of an endpoint model as flows over a switched network;
+    ``sharing`` is how a link's bandwidth is split among its flows: ``equal`` (paper 001 eq. 7:
+    each flow gets the minimum over its path of capacity / flows) or ``maxmin`` (max-min
+    fairness).  Registry schedules post each rank's ops in list order (an implicit *irequires*
+    of each op on the one before it); schedules read from GOAL carry only their own dependencies.
+    """
+    if schedule.procs > MAX_PROCS:
+        raise SimulationError(f"the simulator handles up to {MAX_PROCS} ranks; the schedule has {schedule.procs}")
+    if sharing not in ("equal", "maxmin"):
+        raise SimulationError(f"sharing must be 'equal' or 'maxmin', not {sharing!r}")
+    costs = price(schedule, network, params, topology)
+    cost = local_costs(schedule, params)
+    rto_rule = _rto_rule(params, costs) if costs.topology is not None else None
+    penalty = np.zeros(len(schedule))
+    hit = np.zeros(len(schedule), dtype=bool)
+    for rounds in range(1, MAX_RTO_ROUNDS + 2):
+        raw, arrays = _run(schedule, costs, cost, penalty, sharing)
+        if rto_rule is None or rounds > MAX_RTO_ROUNDS:
+            break
+        new = rto_rule(schedule, arrays) & ~hit
+        if not new.any():
+            break
+        hit |= new
+        penalty = np.where(hit, params.t_rto, 0.0)  # type: ignore[attr-defined]
+    _check_complete(schedule, raw)
+    return SimResult(network=network, total=float(raw["total"]), completion=arrays["completion"],
+                     start=arrays["start"], end=arrays["end"], flow_end=arrays["flow_end"],
+                     flow_rate=arrays["flow_rate"], rto=hit, events=int(raw["events"]),
+                     messages=schedule.num_messages, rounds=rounds,
+                     meta={"sharing": sharing} if costs.topology is not None else {})
+
+
+def _run(schedule: Schedule, costs: Costs, cost: np.ndarray, penalty: np.ndarray,
+         sharing: Sharing) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    n, P = len(schedule), schedule.procs
+    arrays = {name: np.empty(n) for name in ("start", "end", "flow_end", "flow_rate")}
+    arrays["completion"] = np.zeros(P)
+    none_i, none_f = np.zeros(0, dtype=np.int32), np.zeros(0)
+    if costs.topology is not None:
+        parent, up, down, _, host_node = costs.topology.arrays()
+        vol = costs.vol
+    else:
+        parent, up, down, host_node, vol = none_i, none_f, none_f, none_i, none_f
+    raw = _engine.simulate(
+        P, _column(schedule, "kind", np.int8), _column(schedule, "rank", np.int32),
+        _column(schedule, "peer", np.int32), _column(schedule, "tag", np.int32),
+        _column(schedule, "rank_ptr", np.int64), _column(schedule, "dep_ptr", np.int64),
+        _column(schedule, "dep_idx", np.int64), _column(schedule, "dep_start", np.bool_),
+        bool(schedule.meta.get("posting_order", True)), cost, costs.cs, costs.gs, costs.lat, costs.cr, costs.gr,
+        costs.rdv, vol, penalty if costs.topology is not None else none_f, parent, up, down, host_node,
+        sharing == "maxmin", arrays["start"], arrays["end"], arrays["flow_end"], arrays["flow_rate"],
+        arrays["completion"])
+    return raw, arrays
+
+
+def _check_complete(schedule: Schedule, raw: dict[str, Any]) -> None:
+    if raw["unfinished"]:
+        i = int(raw["first_unfinished"])
+        state = "started but never completed" if raw["first_unfinished_started"] else "never started"
+        raise SimulationError(f"the schedule cannot complete: {raw['unfinished']} ops are stuck, the first is "
+                              f"{schedule.describe(i)}, which {state} (a receive without its send, or a cycle "
+                              f"of waits)")
+    if raw["unreceived"]:
+        raise SimulationError(f"{raw['unreceived']} messages arrived that no receive matched")
+
+
+def _rto_rule(params: ParamSet, costs: Costs):  # type: ignore[no-untyped-def]
+    """The sends paper 001's RTO rule (eq. 8, 9, 14) hits, or None when the profile lacks d(h),
+    T_RTO or epsilon_T."""
+    if not isinstance(params, PlogPT) or params.eps_t is None or params.bidirectional.d is None \
+            or params.t_rto <= 0:
+        return None
+    tree, eps_s, eps_t = params.bidirectional, params.eps_s, params.eps_t
+    topology = costs.topology
+    assert topology is not None
+
+    def rule(schedule: Schedule, arrays: dict[str, np.ndarray]) -> np.ndarray:
+        c = schedule.columns
+        sends = np.flatnonzero(c["kind"] == Kind.SEND)
+        src, dst = c["rank"][sends], c["peer"][sends]
+        _, height = topology.pair_properties(src, dst)
+        start, ends, rate = arrays["start"][sends], arrays["flow_end"][sends], arrays["flow_rate"][sends]
+        d = np.asarray(tree.d)[np.maximum(height, 1) - 1]
+        full = (height > 0) & (d * rate < c["length"][sends])  # P_B, eq. 8-9
+        order = np.lexsort((start, dst))
+        dst_sorted, start_sorted = dst[order], start[order]
+        out = np.zeros(len(schedule), dtype=bool)
+        for k in np.flatnonzero(full):
+            lo = np.searchsorted(dst_sorted, dst[k], "left")
+            hi = np.searchsorted(dst_sorted, dst[k], "right")
+            window = order[lo + np.flatnonzero(np.abs(start_sorted[lo:hi] - ends[k]) < eps_t)]
+            if any(j != k and height[j] > 0 and switch_between(tree, int(height[k]), int(height[j]), eps_s)
+                   for j in window):
+                out[sends[k]] = True
+        return out
+
+    return rule

@@ -1,0 +1,218 @@
+"""GOAL, the schedule language of LogGOPSim (Hoefler, Schneider, Lumsdaine 2010): write and read.
+
+:func:`to_goal` writes a schedule in the form LogGOPSim's ``txt2bin`` parser accepts: a
+``num_ranks`` line, then one ``rank R { ... }`` block per rank with one statement per line, no
+indentation and no comments (that parser rejects both).  Each op is labelled ``l<index>`` and
+followed by its dependency lines::
+
+    num_ranks 2
+    rank 0 {
+    l0: send 8b to 1 tag 0
+    l1: calc 0
+    l1 irequires l0
+    }
+
+Registry schedules post each rank's ops in list order, so the writer adds the implicit
+``l<k> irequires l<k-1>`` edge (unless the op already has it); sends and receives become ``send``
+and ``recv`` of their length in bytes; local ops become ``calc`` of their CPU time in GOAL time
+units (``time_unit`` seconds each, nanoseconds by default, as LogGOPSim's own parameters are
+usually given): DELAY ops their delay, copies and reductions ``costs`` (default 0).
+
+:func:`from_goal` reads what LogGOPSim reads (``//`` and ``/* */`` comments, ``cpu``/``nic`` on
+statements, labels defined before use) and more: indentation and comments after a statement.
+It makes a schedule whose only dependencies are the file's (``meta["posting_order"]`` is False),
+with each send reading SEND[0:size] and each receive writing RECV[0:size]; ``calc N`` becomes a
+DELAY of N time units.  Wildcard receives (``from -1``, ``tag -1``) and ops on a CPU or NIC
+other than 0 are rejected with the line that uses them: colltune matches exactly and simulates
+one CPU and one NIC per rank.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from colltune.errors import ColltuneError
+from colltune.files import write_atomic
+from colltune.schedule import Buf, Kind, Region, Schedule
+from colltune.schedule.builder import ScheduleBuilder
+
+#: Seconds per GOAL time unit by default: LogGOPSim's parameters are usually nanoseconds.
+NANOSECOND = 1e-9
+
+
+class GoalError(ColltuneError):
+    """A GOAL file that cannot be read: names the file, the line and the problem."""
+
+
+def goal_lines(schedule: Schedule, time_unit: float = NANOSECOND, costs: np.ndarray | None = None) -> Iterator[str]:
+    """The lines of ``schedule`` in GOAL (see the module docstring); ``costs`` gives the CPU time
+    of each op in seconds (used for local ops; DELAY ops default to their delay)."""
+    c = schedule.columns
+    kind, peer, tag, length, delay = c["kind"], c["peer"], c["tag"], c["length"], c["delay"]
+    in_order = bool(schedule.meta.get("posting_order", True))
+    yield f"num_ranks {schedule.procs}"
+    for r in range(schedule.procs):
+        yield f"rank {r} {{"
+        lo = int(schedule.rank_ptr[r])
+        for i in schedule.ops_of(r):
+            k = i - lo
+            kd = int(kind[i])
+            if kd == Kind.SEND:
+                yield f"l{k}: send {int(length[i])}b to {int(peer[i])} tag {int(tag[i])}"
+            elif kd == Kind.RECV:
+                yield f"l{k}: recv {int(length[i])}b from {int(peer[i])} tag {int(tag[i])}"
+            else:
+                seconds = float(costs[i]) if costs is not None else (float(delay[i]) if kd == Kind.DELAY else 0.0)
+                yield f"l{k}: calc {round(seconds / time_unit)}"
+            idx, start = schedule.deps(i)
+            edges = {(int(j) - lo, bool(s)) for j, s in zip(idx, start)}
+            if in_order and k > 0:
+                edges.add((k - 1, True))
+            for j, s in sorted(edges):
+                yield f"l{k} {'irequires' if s else 'requires'} l{j}"
+        yield "}"
+
+
+def to_goal(schedule: Schedule, time_unit: float = NANOSECOND, costs: np.ndarray | None = None) -> str:
+    """``schedule`` as GOAL text (see :func:`goal_lines`)."""
+    return "\n".join(goal_lines(schedule, time_unit, costs)) + "\n"
+
+
+def write_goal(path: str | Path, schedule: Schedule, time_unit: float = NANOSECOND,
+               costs: np.ndarray | None = None) -> None:
+    """Write ``schedule`` as GOAL to ``path`` atomically (a temporary file, then a rename)."""
+    write_atomic(path, (line + "\n" for line in goal_lines(schedule, time_unit, costs)))
+
+
+_OP = re.compile(r"(?:([A-Za-z][A-Za-z0-9_]*)\s*:\s*)?(send|recv|calc)\s+(.*)$")
+_MSG = re.compile(r"(\d+)\s*b\s+(to|from)\s+(-?\d+)(?:\s+tag\s+(-?\d+))?((?:\s+(?:cpu|nic)\s+\d+)*)$")
+_CALC = re.compile(r"(\d+)((?:\s+cpu\s+\d+)?)$")
+_DEP = re.compile(r"([A-Za-z][A-Za-z0-9_]*)\s+(requires|irequires)\s+([A-Za-z][A-Za-z0-9_]*)$")
+_PLACEMENT = re.compile(r"(cpu|nic)\s+(\d+)")
+
+
+def _strip_comments(text: str) -> Iterator[tuple[int, str]]:
+    text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.DOTALL)
+    for number, line in enumerate(text.split("\n"), start=1):
+        line = line.split("//", 1)[0].strip()
+        if line:
+            yield number, line
+
+
+def from_goal(text: str, time_unit: float = NANOSECOND, name: str = "<goal>") -> Schedule:
+    """Parse GOAL text into a schedule (see the module docstring); errors name ``name`` and the
+    line."""
+    ops: list[list[tuple]] = []  # per rank: (kind, peer, tag, size or delay, line)
+    deps: list[list[tuple[int, int, bool]]] = []
+    procs: int | None = None
+    rank: int | None = None
+    labels: dict[str, int] = {}
+
+    def fail(line: int, problem: str) -> GoalError:
+        return GoalError(f"{name}: line {line}: {problem}")
+
+    for number, line in _strip_comments(text):
+        if rank is None:
+            if m := re.fullmatch(r"num_ranks\s+(\d+)", line):
+                procs = int(m.group(1))
+                if procs < 1:
+                    raise fail(number, "num_ranks must be at least 1")
+                ops = [[] for _ in range(procs)]
+                deps = [[] for _ in range(procs)]
+            elif m := re.fullmatch(r"rank\s+(\d+)\s*\{", line):
+                if procs is None:
+                    raise fail(number, "a rank block before num_ranks")
+                rank = int(m.group(1))
+                if rank >= procs:
+                    raise fail(number, f"rank {rank} is not below num_ranks {procs}")
+                labels = {}
+            else:
+                raise fail(number, f"expected 'num_ranks N' or 'rank R {{', got {line!r}")
+            continue
+        if line == "}":
+            rank = None
+            continue
+        if m := _DEP.fullmatch(line):
+            a, how, b = m.groups()
+            for label in (a, b):
+                if label not in labels:
+                    raise fail(number, f"label {label!r} is not defined (yet) in rank {rank}")
+            if labels[a] == labels[b]:
+                raise fail(number, f"{a} cannot depend on itself")
+            deps[rank].append((labels[a], labels[b], how == "irequires"))
+            continue
+        m = _OP.fullmatch(line)
+        if not m:
+            raise fail(number, f"expected an op (send, recv, calc) or a dependency, got {line!r}")
+        label, op, rest = m.groups()
+        if op == "calc":
+            mc = _CALC.fullmatch(rest)
+            if not mc:
+                raise fail(number, f"expected 'calc N [cpu C]', got {line!r}")
+            placement = mc.group(2)
+            entry = (Kind.DELAY, -1, 0, int(mc.group(1)) * time_unit, number)
+        else:
+            mm = _MSG.fullmatch(rest)
+            if not mm or (op == "send") != (mm.group(2) == "to"):
+                word = "to" if op == "send" else "from"
+                raise fail(number, f"expected '{op} Nb {word} R [tag T] [cpu C] [nic N]', got {line!r}")
+            size, _, other, tag_text, placement = mm.groups()
+            tag_value = int(tag_text) if tag_text is not None else 0
+            if int(other) < 0 or tag_value < 0:
+                raise fail(number, "wildcard receives (-1) are not supported: colltune matches by exact source and tag")
+            if int(other) >= (procs or 0):
+                raise fail(number, f"rank {other} is not below num_ranks {procs}")
+            if int(other) == rank:
+                raise fail(number, f"rank {rank} sends to itself; GOAL schedules for colltune use calc for local work")
+            entry = (Kind.SEND if op == "send" else Kind.RECV, int(other), tag_value, int(size), number)
+        if any(int(v) != 0 for _, v in _PLACEMENT.findall(placement)):
+            raise fail(number, "only cpu 0 and nic 0 are simulated (one CPU and one NIC per rank)")
+        if label is not None:
+            if label in labels:
+                raise fail(number, f"label {label!r} defined twice in rank {rank}")
+            labels[label] = len(ops[rank])
+        ops[rank].append(entry)
+    if procs is None:
+        raise GoalError(f"{name}: no num_ranks line")
+    if rank is not None:
+        raise GoalError(f"{name}: rank {rank}'s block is not closed with '}}'")
+    return _build(procs, ops, deps)
+
+
+def _build(procs: int, ops: list[list[tuple]], deps: list[list[tuple[int, int, bool]]]) -> Schedule:
+    send_bytes = [max((o[3] for o in rank_ops if o[0] == Kind.SEND), default=0) for rank_ops in ops]
+    recv_bytes = [max((o[3] for o in rank_ops if o[0] == Kind.RECV), default=0) for rank_ops in ops]
+    b = ScheduleBuilder(procs, send_bytes=send_bytes, recv_bytes=recv_bytes)
+    for r in range(procs):
+        by_op: dict[int, tuple[list[int], list[int]]] = {}
+        for a, on, start in deps[r]:
+            by_op.setdefault(a, ([], []))[1 if start else 0].append(on)
+        ids: list[int] = []
+        for k, (kind, peer, tag, value, _) in enumerate(ops[r]):
+            req, ireq = by_op.get(k, ([], []))
+            later = [j for j in req + ireq if j >= k]
+            if later:
+                raise GoalError(f"rank {r}: op l{k} depends on op {later[0]}, which comes after it; "
+                                "colltune schedules list dependencies in posting order")
+            reqs, ireqs = [ids[j] for j in req], [ids[j] for j in ireq]
+            if kind == Kind.SEND:
+                ids.append(b.send(r, peer, Region(Buf.SEND, 0, value), tag=tag, requires=reqs, irequires=ireqs))
+            elif kind == Kind.RECV:
+                ids.append(b.recv(r, peer, Region(Buf.RECV, 0, value), tag=tag, requires=reqs, irequires=ireqs))
+            else:
+                ids.append(b.delay(r, value, requires=reqs, irequires=ireqs))
+    return b.build(meta={"source": "goal", "posting_order": False})
+
+
+def read_goal(path: str | Path, time_unit: float = NANOSECOND) -> Schedule:
+    """Read a GOAL file (see :func:`from_goal`)."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise GoalError(f"{p}: cannot read: {exc.strerror}") from None
+    return from_goal(text, time_unit, str(p))

@@ -1,0 +1,298 @@
+"""Network models of the simulator: how each model's parameters price one message.
+
+Every model turns the messages of a schedule into the engine's per-message columns (seconds, or
+the profile's abstract unit):
+
+- ``cs``: how long the send keeps the sender's CPU busy;
+- ``gs``: how long it keeps the sender's NIC busy (the gap before the next send);
+- ``lat``: from the send's start to the message's arrival at the receiver (with a topology: from
+  the end of its flow);
+- ``cr``, ``gr``: how long processing the arrived message keeps the receiver's CPU and NIC busy; the
+  receive completes when the CPU part is done;
+- ``rdv``: whether the send waits for its receive to be matched (rendezvous);
+- ``vol``: with a topology, the units of link capacity the message's flow must carry.
+
+Local operations cost ``delay`` seconds (DELAY ops), ``gamma`` per byte for reductions when the
+model has one (Hockney), and nothing otherwise.  Models register with :func:`network`; the CLI's
+``--model`` choices and ``docs/simulator.md`` come from :data:`NETWORKS`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from colltune.errors import ColltuneError
+from colltune.models.params import (
+    ClusterModel,
+    Hockney,
+    LatencyMatrix,
+    LogGP,
+    LogP,
+    ParamSet,
+    PLogP,
+    PlogPT,
+    PLogPTable,
+    Postal,
+    Tabulated,
+)
+from colltune.schedule import Kind, Schedule
+from colltune.sim.topology import Topology, binary_tree
+
+
+class NetworkError(ColltuneError):
+    """A network model that cannot time this schedule (missing parameters, wrong size)."""
+
+
+@dataclass
+class Messages:
+    """The messages of a schedule, one entry per op (meaningful at SEND ops): ``size`` bytes,
+    ``src`` and ``dst`` ranks; ``procs`` is P."""
+
+    schedule: Schedule
+    sends: np.ndarray  # bool mask of SEND ops
+
+    @property
+    def procs(self) -> int:
+        return self.schedule.procs
+
+    @property
+    def size(self) -> np.ndarray:
+        return self.schedule.columns["length"]
+
+    @property
+    def src(self) -> np.ndarray:
+        return self.schedule.columns["rank"]
+
+    @property
+    def dst(self) -> np.ndarray:
+        return self.schedule.columns["peer"]
+
+    def per_size(self, fn: Callable[[int], float]) -> np.ndarray:
+        """``fn(size)`` at every op, computed once per distinct size."""
+        sizes, inverse = np.unique(self.size, return_inverse=True)
+        return np.array([fn(int(s)) for s in sizes], dtype=np.float64)[inverse.reshape(-1)]
+
+
+@dataclass
+class Costs:
+    """The engine's per-op columns for one schedule (see the module docstring)."""
+
+    cs: np.ndarray
+    gs: np.ndarray
+    lat: np.ndarray
+    cr: np.ndarray
+    gr: np.ndarray
+    rdv: np.ndarray
+    vol: np.ndarray | None = None
+    topology: Topology | None = None
+
+
+@dataclass(frozen=True)
+class Network:
+    """A registered network model: its name, the profile model its parameters come from, how it
+    prices messages, and its documentation."""
+
+    name: str
+    params: str
+    source: str
+    doc: str
+    price: Callable[[ParamSet, Messages], Costs]
+
+    @property
+    def summary(self) -> str:
+        return self.doc.strip().split("\n\n")[0].replace("\n", " ")
+
+
+NETWORKS: dict[str, Network] = {}
+
+
+def network(name: str, params: str, source: str, doc: str | None = None) -> Callable[
+        [Callable[[ParamSet, Messages], Costs]], Callable[[ParamSet, Messages], Costs]]:
+    """Register a network model ``name`` priced from the profile model ``params``; its
+    documentation is ``doc`` or the function's docstring."""
+    def deco(fn: Callable[[ParamSet, Messages], Costs]) -> Callable[[ParamSet, Messages], Costs]:
+        if name in NETWORKS:
+            raise ValueError(f"network model {name!r} registered twice")
+        NETWORKS[name] = Network(name, params, source, doc or fn.__doc__ or "", fn)
+        return fn
+    return deco
+
+
+def default_network(model: str) -> str:
+    """The first network model priced from the profile model ``model``."""
+    for net in NETWORKS.values():
+        if net.params == model:
+            return net.name
+    raise NetworkError(f"no network model simulates the {model!r} parameters; valid: {', '.join(NETWORKS)}")
+
+
+def _columns(msgs: Messages, cs, gs, lat, cr, gr, rdv=None) -> Costs:  # type: ignore[no-untyped-def]
+    n = len(msgs.sends)
+
+    def full(x: float | np.ndarray) -> np.ndarray:
+        out = np.broadcast_to(np.asarray(x, dtype=np.float64), (n,)).copy()
+        out[~msgs.sends] = 0.0
+        return out
+
+    flags = np.zeros(n, dtype=np.uint8) if rdv is None else (np.asarray(rdv) & msgs.sends).astype(np.uint8)
+    return Costs(full(cs), full(gs), full(lat), full(cr), full(gr), flags)
+
+
+@network("loggops", "loggp", "LogGOPSim (Hoefler, Schneider, Lumsdaine 2010), its 2023 rules")
+def _loggops(p: LogGP, msgs: Messages) -> Costs:
+    """LogGOPS endpoints, by LogGOPSim's rules.
+
+    A send of s bytes keeps the sender's CPU busy for o + (s-1)O and its NIC for g + (s-1)G; the
+    message arrives o + L after the send started and keeps the receiver's CPU busy for
+    o + max((s-1)O, (s-1)G) and its NIC for g + (s-1)G.  Sends above S bytes are rendezvous: they
+    complete when their receive is matched.  (s-1) is taken as 0 for empty messages.
+    """
+    extra = np.maximum(msgs.size - 1, 0).astype(np.float64)
+    return _columns(msgs, p.o + extra * p.O, p.g + extra * p.G, p.o + p.L, p.o + np.maximum(extra * p.O, extra * p.G),
+                    p.g + extra * p.G, msgs.size > p.S)
+
+
+@network("logp", "logp", "Culler et al. 1993")
+def _logp(p: LogP, msgs: Messages) -> Costs:
+    """LogP endpoints: LogGOPS with G = O = 0 and no rendezvous.
+
+    A send keeps the CPU busy for o and the NIC for g; the message arrives o + L after the start
+    and costs the receiver o of CPU and g of NIC.
+    """
+    return _columns(msgs, p.o, p.g, p.o + p.L, p.o, p.g)
+
+
+@network("postal", "postal", "Bar-Noy and Kipnis 1992; paper 000 footnote 2")
+def _postal(p: Postal, msgs: Messages) -> Costs:
+    """The Postal model: a send keeps the sender busy for one step; the message is there lambda
+    after the send started; receiving is free."""
+    return _columns(msgs, p.step, p.step, p.lam, 0.0, 0.0)
+
+
+@network("hockney", "hockney", "Hockney 1994")
+def _hockney(p: Hockney, msgs: Messages) -> Costs:
+    """Hockney's linear model: a message of m bytes takes alpha + beta m, during which its sender
+    can send nothing else (one port, full duplex); receiving is free."""
+    t = p.alpha + p.beta * msgs.size.astype(np.float64)
+    return _columns(msgs, t, t, t, 0.0, 0.0)
+
+
+def _plogp(table: PLogPTable, L: float, msgs: Messages) -> Costs:
+    zero = Tabulated.constant(0.0)
+    g = msgs.per_size(table.g)
+    os_ = msgs.per_size(table.os or zero)
+    or_ = msgs.per_size(table.or_ or zero)
+    return _columns(msgs, os_, g, np.maximum(g + L - or_, 0.0), or_, g)
+
+
+_PLOGP_DOC = """A send of m bytes keeps the sender's CPU busy for os(m) and its NIC for g(m); the receive
+completes g(m) + L after the send started (so the message reaches the receiver's CPU
+g(m) + L - or(m) after the start), and the receiver's NIC takes one message per g(m).  A missing
+os or or is 0.  Table 1 and 2 of paper 003 follow from these rules where their assumptions hold.
+"""
+
+
+@network("plogp", "plogp", "Kielmann et al. 2000; paper 003 section 2",
+         "pLogP endpoints with the unidirectional os(m), or(m) and g(m).\n\n" + _PLOGP_DOC)
+def _plogp_uni(p: PLogP, msgs: Messages) -> Costs:
+    return _plogp(p.unidirectional, p.L, msgs)
+
+
+@network("plogp-bi", "plogp", "paper 001 section III-B-1",
+         "pLogP endpoints with the bidirectional os(m), or(m) and g(m), measured with both ends sending.\n\n"
+         + _PLOGP_DOC)
+def _plogp_bi(p: PLogP, msgs: Messages) -> Costs:
+    if p.bidirectional is None:
+        raise NetworkError("plogp-bi needs the profile's bidirectional pLogP table")
+    return _plogp(p.bidirectional, p.L, msgs)
+
+
+
+
+@network("cluster", "cluster", "paper 000 section 3, eq. 2")
+def _cluster(p: ClusterModel, msgs: Messages) -> Costs:
+    """Paper 000's cluster model: receiving occupies the CPU, so a node that receives delays its
+    own sends (eq. 2).
+
+    A message of m bytes travels as n = ceil(m / mtu) packets of at most mtu bytes (at least one).
+    The send keeps the CPU busy for n Os and the NIC for n gs; the last packet arrives
+    Os + L(packet, P) + (n-1) max(gs, gr) after the start; processing it costs the receiver
+    Or + Ur of CPU, and its NIC takes n gr.  For one packet this is eq. 2's hop Os + L + Or + Ur.
+    """
+    P = msgs.procs
+
+    def one(m: int) -> tuple[float, ...]:
+        n = max(1, math.ceil(m / p.mtu))
+        s = min(m, p.mtu)
+        gap = max(p.gs(s), p.gr(s))
+        return (n * p.Os(s), n * p.gs(s), p.Os(s) + p.latency(s, P) + (n - 1) * gap, p.Or(s) + p.Ur(s),
+                n * p.gr(s))
+
+    sizes, inverse = np.unique(msgs.size, return_inverse=True)
+    table = np.array([one(int(s)) for s in sizes], dtype=np.float64).reshape(-1, 5)[inverse.reshape(-1)]
+    return _columns(msgs, *table.T)
+
+
+@network("latency", "latency", "paper 004 eq. 2")
+def _latency(p: LatencyMatrix, msgs: Messages) -> Costs:
+    """Per-pair latency from a latency matrix (grids, paper 004).
+
+    A send keeps the sender's CPU busy for T_SO and its NIC for T_SO + T_G; the message arrives
+    L(i, j) after the start and costs the receiver T_RO.  A child that is sent to c-th by its parent
+    thus receives (c-1)(T_SO + T_G) + L(j, i) + T_RO after its parent had the message (eq. 2).
+    Message sizes do not enter.
+    """
+    if len(p.names) != msgs.procs:
+        raise NetworkError(f"the latency matrix has {len(p.names)} ranks; the schedule has P = {msgs.procs}")
+    matrix = np.asarray(p.latency, dtype=np.float64)
+    lat = np.zeros(len(msgs.sends))
+    lat[msgs.sends] = matrix[msgs.src[msgs.sends], msgs.dst[msgs.sends]]
+    return _columns(msgs, p.o_s, p.o_s + p.gap, lat, p.o_r, 0.0)
+
+
+@network("plogpt", "plogpt", "paper 001 section III-B and III-D, eq. 6-7, 12-15")
+def _plogpt(p: PlogPT, msgs: Messages) -> Costs:
+    """PlogPT: flows on the perfect binary tree of switches with b(h) per edge of height h.
+
+    Posting a send or a receive costs nothing (eq. 12); a send's flow carries b(1) g(m) (eq. 6)
+    at the equal share of its bottleneck edge (eq. 7), and the send completes when the flow ends
+    (eq. 13); the receive completes L later (eq. 15).  With d(h), T_RTO and epsilon_T in the
+    profile, the retransmission rule of eq. 8, 9 and 14 adds T_RTO to a send that ends while
+    another send to the same destination starts within epsilon_T, across a switch, with the
+    buffers full.
+    """
+    if p.g is None or p.L is None:
+        missing = " and ".join(n for n, v in (("g", p.g), ("L", p.L)) if v is None)
+        raise NetworkError(f"plogpt needs {missing}; give them in the profile or with --set")
+    costs = _columns(msgs, 0.0, 0.0, p.L, 0.0, 0.0)
+    costs.vol = np.where(msgs.sends, p.bidirectional.b[0] * msgs.per_size(p.g), 0.0)
+    costs.topology = binary_tree(msgs.procs, p.bidirectional)
+    return costs
+
+
+def on_topology(costs: Costs, msgs: Messages, topology: Topology) -> Costs:
+    """Carry the messages of ``costs`` as flows over ``topology``: each carries its size in bytes
+    and arrives the endpoint latency plus the path's link latencies after its flow ends."""
+    if topology.procs != msgs.procs:
+        raise NetworkError(f"the topology places {topology.procs} ranks; the schedule has P = {msgs.procs}")
+    path_lat, _ = topology.pair_properties(msgs.src[msgs.sends], msgs.dst[msgs.sends])
+    lat = costs.lat.copy()
+    lat[msgs.sends] += path_lat
+    vol = np.where(msgs.sends, msgs.size.astype(np.float64), 0.0)
+    return Costs(costs.cs, costs.gs, lat, costs.cr, costs.gr, costs.rdv, vol, topology)
+
+
+def local_costs(schedule: Schedule, params: ParamSet) -> np.ndarray:
+    """CPU time of every local op, s: DELAY ops their delay; reductions ``gamma`` per byte when
+    the parameters have one (Hockney); copies nothing."""
+    c = schedule.columns
+    cost = np.where(c["kind"] == Kind.DELAY, c["delay"], 0.0).astype(np.float64)
+    gamma = getattr(params, "gamma", None)
+    if gamma:
+        red = c["kind"] == Kind.REDUCE
+        cost[red] = gamma * c["length"][red]
+    return cost

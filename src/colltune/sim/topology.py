@@ -1,0 +1,182 @@
+"""Switched topologies for the simulator: a tree of switches with per-link bandwidth and latency.
+
+A topology is a rooted tree of nodes: switches and the hosts at its leaves (ranks are mapped
+to hosts by ``hosts``; two ranks on one host talk without crossing a link).  Every node but the
+root has one link to its parent, full duplex: ``up`` bytes per second towards the parent, ``down``
+from it, and ``latency`` seconds each way.  A message from rank a to rank b climbs from a's host
+to the lowest common switch and descends to b's host; its flow shares each link it crosses with
+the other flows crossing that link in the same direction (paper 001 eq. 6-7).
+
+The file format (JSON, ``format: colltune-topology``, ``version: 1``) is the one the [testbed]
+writes for the network it emulates, so that simulation and emulation describe the same network.
+Built-in shapes: :func:`star` (one switch) and :func:`binary_tree` (PlogPT's perfect binary tree,
+paper 001 section III-A, with b(h) on every edge of height h).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from colltune.errors import ColltuneError
+from colltune.models.params import TreeLevels
+
+FORMAT = "colltune-topology"
+VERSION = 1
+
+
+class TopologyError(ColltuneError):
+    """A topology file or shape that cannot be used."""
+
+
+class Node(BaseModel):
+    """A switch or host; its link to ``parent`` (none for the root) has the given rates."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(min_length=1)
+    parent: str | None = Field(None, description="name of the parent switch; None for the root")
+    up: float = Field(math.inf, gt=0, description="bandwidth towards the parent, B/s")
+    down: float = Field(math.inf, gt=0, description="bandwidth from the parent, B/s")
+    latency: float = Field(0.0, ge=0, allow_inf_nan=False, description="one-way latency of the link, s")
+
+
+class Topology(BaseModel):
+    """A tree of switches and hosts; ``hosts[r]`` is the node of rank r."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    format: Literal["colltune-topology"] = FORMAT
+    version: Literal[1] = VERSION
+    name: str = "topology"
+    description: str = ""
+    nodes: tuple[Node, ...] = Field(min_length=1)
+    hosts: tuple[str, ...] = Field(min_length=1, description="node name of each rank, in rank order")
+
+    @model_validator(mode="after")
+    def _check(self) -> Topology:
+        names = [n.name for n in self.nodes]
+        if len(set(names)) != len(names):
+            dup = next(n for n in names if names.count(n) > 1)
+            raise ValueError(f"node name {dup!r} appears twice")
+        known = set(names)
+        roots = [n.name for n in self.nodes if n.parent is None]
+        if len(roots) != 1:
+            raise ValueError(f"a topology has exactly one root (a node without parent); found {roots or 'none'}")
+        for n in self.nodes:
+            if n.parent is not None and n.parent not in known:
+                raise ValueError(f"node {n.name!r}: parent {n.parent!r} is not a node")
+        for r, h in enumerate(self.hosts):
+            if h not in known:
+                raise ValueError(f"hosts[{r}] = {h!r} is not a node")
+        parent = self.arrays()[0]
+        for start in range(len(names)):  # every node must reach the root
+            v, steps = start, 0
+            while parent[v] >= 0:
+                v, steps = int(parent[v]), steps + 1
+                if steps > len(names):
+                    raise ValueError(f"node {names[start]!r} is on a cycle of parent links")
+        return self
+
+    @property
+    def procs(self) -> int:
+        """Number of ranks the topology places."""
+        return len(self.hosts)
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(parent, up, down, latency, host_node)`` as the engine reads them: parent index per
+        node (-1 for the root), bandwidths in B/s, latency in s, and the node of each rank."""
+        index = {n.name: i for i, n in enumerate(self.nodes)}
+        parent = np.array([index[n.parent] if n.parent is not None else -1 for n in self.nodes], dtype=np.int32)
+        up = np.array([n.up for n in self.nodes], dtype=np.float64)
+        down = np.array([n.down for n in self.nodes], dtype=np.float64)
+        latency = np.array([n.latency for n in self.nodes], dtype=np.float64)
+        host_node = np.array([index[h] for h in self.hosts], dtype=np.int32)
+        return parent, up, down, latency, host_node
+
+    def pair_properties(self, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For messages from ranks ``src`` to ``dst``: the path's total link latency (s) and the
+        height of the communication, the height of the highest switch on the path (paper 001
+        section III-A; 0 when both ranks share a host)."""
+        parent, _, _, latency, host_node = self.arrays()
+        n = len(parent)
+        depth = np.zeros(n, dtype=np.int64)
+        for v in range(n):
+            u = v
+            while parent[u] >= 0:
+                u = parent[u]
+                depth[v] += 1
+        height = np.zeros(n, dtype=np.int64)
+        for v in np.argsort(-depth, kind="stable"):  # children before parents
+            if parent[v] >= 0:
+                height[parent[v]] = max(height[parent[v]], height[v] + 1)
+        pairs, inverse = np.unique(np.stack([src, dst]), axis=1, return_inverse=True)
+        lat = np.zeros(pairs.shape[1])
+        top = np.zeros(pairs.shape[1], dtype=np.int64)
+        for k, (a, b) in enumerate(pairs.T):
+            a, b = int(host_node[a]), int(host_node[b])
+            total = 0.0
+            while a != b:
+                if depth[a] >= depth[b]:
+                    total += latency[a]
+                    a = int(parent[a])
+                else:
+                    total += latency[b]
+                    b = int(parent[b])
+            lat[k] = total
+            top[k] = height[a] if int(host_node[pairs[0, k]]) != int(host_node[pairs[1, k]]) else 0
+        inverse = inverse.reshape(-1)
+        return lat[inverse], top[inverse]
+
+    def to_json(self) -> str:
+        return self.model_dump_json(indent=2) + "\n"
+
+
+def star(procs: int, bandwidth: float, latency: float = 0.0) -> Topology:
+    """One switch with ``procs`` hosts, each on a link of ``bandwidth`` B/s each way."""
+    nodes = [Node(name="switch")] + [Node(name=f"h{r}", parent="switch", up=bandwidth, down=bandwidth,
+                                          latency=latency) for r in range(procs)]
+    return Topology(name=f"star-{procs}", nodes=tuple(nodes), hosts=tuple(f"h{r}" for r in range(procs)),
+                    description=f"one switch, {procs} hosts at {bandwidth:g} B/s")
+
+
+def binary_tree(procs: int, levels: TreeLevels) -> Topology:
+    """PlogPT's perfect binary tree (paper 001 section III-A) for ``procs`` ranks: rank r is leaf
+    r, and every edge of height h carries ``levels.b[h-1]`` B/s each way.  Needs
+    ``procs <= 2^D`` with D the number of levels."""
+    D = levels.depth
+    if procs > 2 ** D:
+        raise TopologyError(f"P = {procs} ranks need a binary tree of depth {math.ceil(math.log2(procs))}; "
+                            f"the profile's b(h) has depth {D}")
+    nodes = []
+    for h in range(D, 0, -1):  # switch (h, k) covers leaves k 2^h .. (k+1) 2^h - 1
+        for k in range((procs - 1) // 2 ** h + 1):
+            parent = f"s{h + 1}_{k // 2}" if h < D else None
+            b = levels.b[h] if h < D else math.inf
+            nodes.append(Node(name=f"s{h}_{k}", parent=parent, up=b, down=b))
+    nodes += [Node(name=f"h{r}", parent=f"s1_{r // 2}", up=levels.b[0], down=levels.b[0]) for r in range(procs)]
+    return Topology(name=f"binary-{procs}", nodes=tuple(nodes), hosts=tuple(f"h{r}" for r in range(procs)),
+                    description=f"PlogPT binary tree of depth {D}, b(h) = {list(levels.b)} B/s")
+
+
+def read_topology(path: str | Path) -> Topology:
+    """Read and validate a topology file; errors name the file and the field."""
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text())
+    except OSError as exc:
+        raise TopologyError(f"{p}: cannot read: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise TopologyError(f"{p}: not JSON: {exc.msg} at line {exc.lineno}") from None
+    try:
+        return Topology.model_validate(data)
+    except pydantic.ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(x) for x in err["loc"]) or "(top level)"
+        raise TopologyError(f"{p}: {where}: {err['msg']}") from None

@@ -1,0 +1,362 @@
+"""The simulator: paper 001's worked example, agreement with the cost formulas where their
+assumptions hold, shared links, rendezvous, retransmissions, GOAL in and out, determinism."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from colltune.algorithms import REGISTRY
+from colltune.cli import main
+from colltune.models import predict
+from colltune.models.params import (
+    ClusterModel,
+    Hockney,
+    LogGP,
+    LogP,
+    PLogP,
+    PLogPTable,
+    PlogPT,
+    Postal,
+    Tabulated,
+    TreeLevels,
+)
+from colltune.models.cluster import TABLE1
+from colltune.profiles import load_profile
+from colltune.schedule import Buf, Kind, Region, ScheduleBuilder
+from colltune.sim import NETWORKS, SimulationError, Topology, binary_tree, simulate, star
+from colltune.sim.goal import GoalError, from_goal, read_goal, to_goal
+
+DATA = Path(__file__).parent / "data"
+EXAMPLE = load_profile("builtin:paper001-example")
+LOGGOPS = LogGP(L=5e-6, o=1.5e-6, g=1e-6, G=1e-9, O=0.0, S=65536)
+PLOGP = PLogP(L=3e-6, unidirectional=PLogPTable(g=Tabulated(sizes=(0, 1000, 100000), values=(1e-6, 3e-6, 1e-4))))
+
+
+def close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-18)
+
+
+# -- paper 001's worked example --------------------------------------------------------------------
+
+def test_paper001_worked_example_gives_12_15_and_26():
+    """Fig. 9-12: the first Isends end at 12 (eq. 16-17), their Irecvs at 15, and the last Wait
+    of rank 3 leaves at 26."""
+    schedule = read_goal(DATA / "paper001_example.goal", time_unit=1.0)
+    result = simulate(schedule, "plogpt", EXAMPLE.params("plogpt"))
+    c = schedule.columns
+    first_sends = (c["kind"] == Kind.SEND) & (c["tag"] == 0)
+    first_recvs = (c["kind"] == Kind.RECV) & (c["tag"] == 0)
+    assert result.flow_end[first_sends].tolist() == [12.0] * 4
+    assert result.end[first_sends].tolist() == [12.0] * 4
+    assert result.end[first_recvs].tolist() == [15.0] * 4
+    assert result.flow_rate[first_sends].tolist() == [2.0] * 4  # b(2)/2, eq. 7
+    assert result.total == 26.0
+    assert result.completion.tolist() == [23.0, 15.0, 15.0, 26.0]
+
+
+# -- agreement with the cost formulas -------------------------------------------------------------
+
+AGREE = [
+    # (network, params, profile model, collective, algorithm, procs, size, algorithm parameters)
+    *[("loggops", LOGGOPS, "loggp", "bcast", a, P, m, {}) for a in ("flat_tree", "chain")
+      for P in (1, 2, 3, 5, 8) for m in (0, 1, 1000, 65536)],
+    *[("plogp", PLOGP, "plogp", "bcast", a, P, 50000, {}) for a in ("flat_tree", "chain")
+      for P in (1, 2, 3, 5, 8)],
+    *[("plogp", PLOGP, "plogp", "bcast", "binomial_tree", P, 50000, {}) for P in (1, 2, 4, 8, 16)],
+    *[("plogp", PLOGP, "plogp", "bcast", a, P, 8192 * 6, {"segment_size": 8192})
+      for a in ("chain_segmented", "flat_tree_segmented") for P in (2, 3, 5, 8)],
+    *[("plogp", PLOGP, "plogp", "scatter", a, P, 3000, {}) for a in ("flat_tree", "chain_pipelined")
+      for P in (2, 3, 5, 8)],
+    *[("postal", Postal(lam=3.0, step=1.0), "postal", "bcast", "binomial_tree", P, 100, {}) for P in (2, 4, 8, 16)],
+    *[("logp", LogP(L=4e-6, o=1e-6, g=2e-6), "logp", "bcast", "binomial_tree", P, 100, {}) for P in (2, 4, 8, 16)],
+    *[("cluster", TABLE1, "cluster", "bcast", "binomial_tree", P, 1000, {}) for P in (2, 4, 8, 16)],
+    *[("hockney", Hockney(alpha=1e-5, beta=1e-9), "hockney", "bcast", a, P, 4096, {})
+      for a in ("flat_tree", "binomial_tree") for P in (2, 4, 8, 16)],
+]
+
+
+@pytest.mark.parametrize("network,params,model,collective,algorithm,procs,size,algparams", AGREE,
+                         ids=[f"{a[0]}-{a[3]}-{a[4]}-P{a[5]}-m{a[6]}" for a in AGREE])
+def test_simulation_equals_formula(network, params, model, collective, algorithm, procs, size, algparams):
+    """Where the formula's assumptions hold (no contention, eager messages, P a power of two for
+    the binomial tree, whole segments), the simulated time is the formula's."""
+    schedule = REGISTRY.get(collective, algorithm).schedule(procs, 0, size, **algparams)
+    simulated = simulate(schedule, network, params).total
+    formula = predict(params, model, collective, algorithm, procs, size, 0, **algparams).time
+    assert close(simulated, formula), (simulated, formula)
+
+
+@pytest.mark.parametrize("variant", ["flat_tree", "binomial_tree", "binary_tree", "chain", "knomial_tree"])
+def test_latency_matrix_simulation_equals_paper004_eq2(variant):
+    profile = load_profile("builtin:paper004-grid")
+    params = profile.params("latency")
+    for root in range(8):
+        schedule = REGISTRY.get("bcast", variant).schedule(8, root, 10)
+        simulated = simulate(schedule, "latency", params).total
+        assert close(simulated, predict(params, "latency", "bcast", variant, 8, 10, root).time)
+
+
+def test_binary_tree_stays_within_its_upper_bound():
+    for P in (3, 5, 8, 13):
+        schedule = REGISTRY.get("bcast", "binary_tree").schedule(P, 0, 50000)
+        bound = predict(PLOGP, "plogp", "bcast", "binary_tree", P, 50000, 0).time
+        assert simulate(schedule, "plogp", PLOGP).total <= bound
+
+
+# -- LogGOPS rules ---------------------------------------------------------------------------------
+
+def op_index(schedule, rank: int, kind: Kind, peer: int = -1) -> int:
+    """The global index of ``rank``'s first op of ``kind`` (with ``peer``, for messages)."""
+    c = schedule.columns
+    hit = (c["rank"] == rank) & (c["kind"] == kind) & ((c["peer"] == peer) | (peer < 0))
+    return int(np.flatnonzero(hit)[0])
+
+
+def _two_ranks(receiver_delay: float, size: int) -> tuple:
+    b = ScheduleBuilder(2, send_bytes=size, recv_bytes=size)
+    b.send(0, 1, Region(Buf.SEND, 0, size))
+    wait = b.delay(1, receiver_delay)
+    b.recv(1, 0, Region(Buf.RECV, 0, size), requires=[wait])
+    schedule = b.build()
+    return schedule, op_index(schedule, 0, Kind.SEND), op_index(schedule, 1, Kind.RECV)
+
+
+def test_one_message_costs_2o_plus_L_plus_s_minus_1_G():
+    schedule, send, recv = _two_ranks(0.0, 1000)
+    result = simulate(schedule, "loggops", LOGGOPS)
+    assert close(result.end[recv], 2 * LOGGOPS.o + LOGGOPS.L + 999 * LOGGOPS.G)
+    assert close(result.end[send], LOGGOPS.o)
+
+
+def test_rendezvous_send_completes_when_its_receive_is_posted():
+    late = 40e-6
+    for threshold, expected in ((65536, LOGGOPS.o), (0, late)):
+        schedule, send, recv = _two_ranks(late, 1000)
+        result = simulate(schedule, "loggops", LOGGOPS.model_copy(update={"S": threshold}))
+        assert close(result.end[send], expected)
+        # the receiver's CPU is busy with the delay until then, so the message is processed after it
+        assert close(result.end[recv], late + LOGGOPS.o + 999 * LOGGOPS.G)
+
+
+def test_receiving_delays_the_receivers_own_sends_in_the_cluster_model():
+    """Paper 000 eq. 2: Or + Ur occupy the CPU, so a forward waits for them."""
+    schedule = REGISTRY.get("bcast", "chain").schedule(3, 0, 100)
+    result = simulate(schedule, "cluster", TABLE1)
+    hop = TABLE1.Os(100) + TABLE1.latency(100, 3) + TABLE1.Or(100) + TABLE1.Ur(100)
+    assert close(result.total, 2 * hop)
+
+
+# -- shared links ----------------------------------------------------------------------------------
+
+def _five_flows() -> tuple:
+    """A->C, and B->C, B->D, B->E: B's uplink is shared three ways, C's downlink two ways."""
+    b = ScheduleBuilder(5, send_bytes=1, recv_bytes=1)
+    pairs = ((0, 2), (1, 2), (1, 3), (1, 4))
+    for src, dst in pairs:
+        b.send(src, dst, Region(Buf.SEND, 0, 1), tag=src)
+        b.recv(dst, src, Region(Buf.RECV, 0, 1), tag=src)
+    schedule = b.build()
+    return schedule, {(s, d): op_index(schedule, s, Kind.SEND, d) for s, d in pairs}
+
+
+@pytest.mark.parametrize("sharing,a_to_c", [("equal", 2.0), ("maxmin", 1.5)])
+def test_link_sharing_equal_split_and_maxmin(sharing, a_to_c):
+    """Equal split (paper 001 eq. 7): A->C gets half of C's downlink until it ends at 2.  Max-min:
+    B's flows are held to 1/3 by B's uplink, so A->C gets the remaining 2/3 and ends at 1.5."""
+    schedule, ids = _five_flows()
+    free = Postal(lam=0.0, step=0.0)
+    result = simulate(schedule, "postal", free, topology=star(5, 1.0), sharing=sharing)
+    assert result.flow_end[ids[0, 2]] == pytest.approx(a_to_c, rel=1e-12)
+    for dst in (2, 3, 4):
+        assert result.flow_end[ids[1, dst]] == pytest.approx(3.0, rel=1e-12)
+
+
+def test_path_latency_and_topology_validation():
+    topo = star(2, 1e9, latency=1e-6)
+    schedule, send, recv = _two_ranks(0.0, 1000)
+    result = simulate(schedule, "postal", Postal(lam=0.0, step=0.0), topology=topo)
+    assert close(result.end[recv], 1000 / 1e9 + 2e-6)
+    with pytest.raises(ValueError, match="not a node"):
+        Topology(nodes=({"name": "s"},), hosts=("h0",))
+
+
+def test_binary_tree_has_b_of_h_on_its_edges():
+    topo = binary_tree(5, TreeLevels(b=(1.0, 2.0, 4.0)))
+    parent, up, down, _, host_node = topo.arrays()
+    names = [n.name for n in topo.nodes]
+    assert up[names.index("h4")] == 1.0 and up[names.index("s1_2")] == 2.0 and up[names.index("s2_1")] == 4.0
+    _, height = topo.pair_properties(np.array([0, 0, 0, 3]), np.array([1, 2, 4, 2]))
+    assert height.tolist() == [1, 2, 3, 1]
+
+
+# -- retransmissions (paper 001 eq. 8, 9, 14) ------------------------------------------------------
+
+def test_rto_hits_a_send_ending_as_another_to_its_destination_starts_across_a_switch():
+    """Rank 1 sends to rank 0 (height 1) and its flow ends at 8; rank 3 starts a send to rank 0
+    (height 2) at 8.  b(2) < 2 b(1), so a switch lies between (P_S), and d(1) b_c = 3 < 100 bytes
+    (P_B): the first send is charged T_RTO, the second is not."""
+    params = PlogPT(L=3, g=Tabulated.constant(8), bidirectional=TreeLevels(b=(3, 4), d=(1, 1)), t_rto=200,
+                    eps_t=0.5)
+    b = ScheduleBuilder(4, send_bytes=100, recv_bytes=200)
+    b.send(1, 0, Region(Buf.SEND, 0, 100))
+    wait = b.delay(3, 8.0)
+    b.send(3, 0, Region(Buf.SEND, 0, 100), requires=[wait])
+    b.recv(0, 1, Region(Buf.RECV, 0, 100))
+    b.recv(0, 3, Region(Buf.RECV, 100, 100))
+    schedule = b.build()
+    first, second = op_index(schedule, 1, Kind.SEND), op_index(schedule, 3, Kind.SEND)
+    r1, r3 = op_index(schedule, 0, Kind.RECV, 1), op_index(schedule, 0, Kind.RECV, 3)
+    result = simulate(schedule, "plogpt", params)
+    assert result.rto[first] and not result.rto[second]
+    assert result.end[first] == 8 + 200 and result.end[r1] == 8 + 200 + 3
+    assert result.end[r3] == 8 + 8 + 3
+    without = simulate(schedule, "plogpt", params.model_copy(update={"eps_t": None}))
+    assert not without.rto.any() and without.total == 19
+
+
+# -- GOAL ------------------------------------------------------------------------------------------
+
+ROUND_TRIP = [("bcast", "binomial_tree", 7, 3, 1000), ("bcast", "chain_segmented", 5, 1, 40000),
+              ("alltoall", "pairwise_exchange", 6, 0, 64), ("allreduce", "ring", 5, 0, 4000),
+              ("gather", "coordinated", 9, 4, 100), ("barrier", "dissemination", 5, 0, 0)]
+
+
+@pytest.mark.parametrize("collective,algorithm,procs,root,size", ROUND_TRIP)
+def test_goal_export_then_import_is_the_identity(collective, algorithm, procs, root, size):
+    schedule = REGISTRY.get(collective, algorithm).schedule(procs, root, size)
+    text = to_goal(schedule)
+    back = from_goal(text)
+    c, d = schedule.columns, back.columns
+    local = ~np.isin(c["kind"], (Kind.SEND, Kind.RECV))
+    assert np.array_equal(np.where(local, Kind.DELAY, c["kind"]), d["kind"])
+    assert np.array_equal(c["rank"], d["rank"])
+    msg = ~local
+    for name in ("peer", "tag", "length"):
+        assert np.array_equal(c[name][msg], d[name][msg])
+    for r in range(procs):  # the same dependencies, plus the in-order edges made explicit
+        for i in schedule.ops_of(r):
+            want = {(int(j), bool(st)) for j, st in zip(*schedule.deps(i))}
+            if i > schedule.rank_ptr[r]:
+                want.add((i - 1, True))
+            assert {(int(j), bool(st)) for j, st in zip(*back.deps(i))} == want
+    assert to_goal(back) == text  # the in-order edges are now explicit, and nothing else changed
+    for line in text.splitlines():  # LogGOPSim's parser: no indentation, no trailing comments
+        assert line == line.strip() and "//" not in line and "/*" not in line
+    # the explicit in-order edges time the GOAL schedule like the registry one
+    assert simulate(back, "loggops", LOGGOPS).total == simulate(schedule, "loggops", LOGGOPS).total
+
+
+def test_goal_reader_accepts_loggopsim_syntax_and_more():
+    text = ("// a comment\nnum_ranks 2\n\nrank 0 {\nl1: send 10b to 1 tag 4 cpu 0 nic 0\nl2: calc 500 cpu 0\n"
+            "l2 requires l1\n}\nrank 1 {\n   l1: recv 10b from 0 tag 4   // indented, trailing comment\n"
+            "/* a block\n comment */ send 3b to 0\n}\nrank 0 {\nrecv 3b from 1\n}\n")
+    schedule = from_goal(text)
+    c = schedule.columns
+    assert c["kind"].tolist() == [Kind.SEND, Kind.DELAY, Kind.RECV, Kind.RECV, Kind.SEND]
+    assert c["delay"][1] == pytest.approx(500e-9)
+    assert schedule.requires(1).tolist() == [0]
+
+
+@pytest.mark.parametrize("text,problem", [
+    ("rank 0 {\n}\n", "line 1: a rank block before num_ranks"),
+    ("num_ranks 2\nrank 0 {\nrecv 1b from -1 tag 0\n}\n", "line 3: wildcard receives"),
+    ("num_ranks 2\nrank 0 {\nl1: send 1b to 1\nl1 requires l9\n}\n", "line 4: label 'l9' is not defined"),
+    ("num_ranks 2\nrank 0 {\nsend 1b to 1 cpu 1\n}\n", "line 3: only cpu 0 and nic 0"),
+    ("num_ranks 2\nrank 0 {\nsend 1 to 1\n}\n", "line 3: expected 'send Nb to R"),
+    ("num_ranks 2\nrank 0 {\nsend 1b to 1\n", "rank 0's block is not closed"),
+])
+def test_goal_reader_errors_name_the_line(text, problem):
+    with pytest.raises(GoalError, match=problem.replace("(", r"\(")):
+        from_goal(text, name="x.goal")
+
+
+def test_a_receive_without_its_send_is_reported_not_hung():
+    schedule = from_goal("num_ranks 2\nrank 0 {\nrecv 8b from 1 tag 0\n}\nrank 1 {\n}\n")
+    with pytest.raises(SimulationError, match="rank 0 op 0 .recv from rank 1"):
+        simulate(schedule, "loggops", LOGGOPS)
+
+
+# -- determinism and registry ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("network,params,topology", [
+    ("loggops", LOGGOPS, None), ("plogp", PLOGP, None),
+    ("plogpt", EXAMPLE.params("plogpt").model_copy(update={"bidirectional": TreeLevels(b=(3, 4, 5, 6))}), None),
+    ("hockney", Hockney(alpha=1e-5, beta=1e-9), star(13, 1e8)),
+])
+def test_simulation_is_deterministic_bit_for_bit(network, params, topology):
+    schedule = REGISTRY.get("alltoall", "direct_rotated").schedule(13 if topology else 16, 0, 3000)
+    a = simulate(schedule, network, params, topology=topology)
+    b = simulate(schedule, network, params, topology=topology)
+    for name in ("start", "end", "flow_end", "flow_rate", "completion"):
+        assert getattr(a, name).tobytes() == getattr(b, name).tobytes()
+    assert a.total == b.total and a.events == b.events
+
+
+def test_every_network_model_times_every_collective():
+    profiles = {"loggp": LOGGOPS, "logp": LogP(L=4e-6, o=1e-6, g=2e-6), "postal": Postal(lam=3.0),
+                "hockney": Hockney(alpha=1e-5, beta=1e-9, gamma=1e-10),
+                "plogp": PLOGP.model_copy(update={"bidirectional": PLOGP.unidirectional}), "cluster": TABLE1,
+                "plogpt": load_profile("builtin:paper001-gige").params("plogpt"),
+                "latency": load_profile("builtin:paper004-grid").params("latency")}
+    for net in NETWORKS.values():
+        for alg in REGISTRY.select(None):
+            root = 3 if alg.collective in ("bcast", "scatter", "gather", "reduce") else 0
+            schedule = alg.schedule(8, root, 0 if alg.collective == "barrier" else 1000)
+            result = simulate(schedule, net.name, profiles[net.params])
+            assert result.total > 0 and np.isfinite(result.end).all(), (net.name, alg.name)
+            assert result.total == result.completion.max()
+
+
+def test_hockney_reductions_cost_gamma_per_byte():
+    schedule = REGISTRY.get("reduce", "flat_tree").schedule(2, 0, 8000, op="sum", dtype="float64")
+    plain = simulate(schedule, "hockney", Hockney(alpha=1e-5, beta=1e-9)).total
+    priced = simulate(schedule, "hockney", Hockney(alpha=1e-5, beta=1e-9, gamma=1e-9)).total
+    assert close(priced - plain, 8000 * 1e-9)
+
+
+# -- command line ----------------------------------------------------------------------------------
+
+def test_cli_simulate_with_set_only_and_json_total(tmp_path):
+    args = ["simulate", "--model", "loggops", "--set", "L=5e-6", "--set", "o=1.5e-6", "--set", "g=1e-6",
+            "--set", "G=1e-9", "--set", "S=65536", "-c", "bcast", "-a", "chain", "-p", "5", "-s", "1000", "--json",
+            "--trace", str(tmp_path / "t.json")]
+    out = CliRunner().invoke(main, args)
+    assert out.exit_code == 0, out.output
+    total = json.loads(out.output)["total"]
+    assert close(total, 4 * LOGGOPS.message(1000))
+    trace = json.loads((tmp_path / "t.json").read_text())
+    slices = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    assert len(slices) == len(REGISTRY.get("bcast", "chain").schedule(5, 0, 1000))
+    assert {e["tid"] for e in slices} == set(range(5))
+
+
+def test_cli_export_goal_then_simulate_goal(tmp_path):
+    goal = tmp_path / "b.goal"
+    runner = CliRunner()
+    out = runner.invoke(main, ["export-goal", "-c", "bcast", "-a", "binomial", "-p", "6", "-s", "100", "-o", str(goal)])
+    assert out.exit_code == 0, out.output
+    sets = ["--set", "L=5e-6", "--set", "o=1.5e-6", "--set", "g=1e-6", "--set", "G=1e-9"]
+    from_file = runner.invoke(main, ["simulate", "-m", "loggops", *sets, "--goal", str(goal), "--json"])
+    direct = runner.invoke(main, ["simulate", "-m", "loggops", *sets, "-c", "bcast", "-a", "binomial", "-p", "6",
+                                  "-s", "100", "--json"])
+    assert json.loads(from_file.output)["total"] == json.loads(direct.output)["total"]
+
+
+@pytest.mark.parametrize("args,message", [
+    (["simulate", "-c", "bcast", "-a", "chain", "-p", "4", "-s", "10"], "give --profile, or --model"),
+    (["simulate", "-m", "loggops", "--set", "L=1", "-c", "bcast", "-a", "chain", "-p", "4", "-s", "10"],
+     "loggp parameters"),
+    (["simulate", "--profile", "builtin:paper001-example", "-m", "plogpt", "-c", "bcast", "-a", "chain", "-p", "8",
+      "-s", "10"], "need a binary tree of depth 3"),
+    (["simulate", "-m", "postal", "--set", "lam=1", "-c", "bcast", "-a", "chain", "-p", "4", "-s", "10",
+      "--topology", "star:-1"], "must be positive"),
+])
+def test_cli_simulate_errors(args, message):
+    out = CliRunner().invoke(main, args)
+    assert out.exit_code == 2 and message in out.output, out.output
