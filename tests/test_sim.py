@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from colltune.algorithms import REGISTRY
-from colltune.cli import main
+from colltune.cli import main, networks_markdown
 from colltune.models import predict
 from colltune.models.params import (
     ClusterModel,
@@ -360,3 +360,8 @@ def test_cli_export_goal_then_simulate_goal(tmp_path):
 def test_cli_simulate_errors(args, message):
     out = CliRunner().invoke(main, args)
     assert out.exit_code == 2 and message in out.output, out.output
+
+
+def test_simulator_doc_is_current():
+    doc = Path(__file__).parent.parent / "docs" / "simulator.md"
+    assert doc.read_text() == networks_markdown(), "regenerate with: colltune sim-doc > docs/simulator.md"

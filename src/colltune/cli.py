@@ -6,6 +6,7 @@ success, 1 when a verification fails, 2 for bad input (click's usage errors).
 
 from __future__ import annotations
 
+import inspect
 import json
 import sys
 from typing import Any
@@ -456,6 +457,31 @@ def models_markdown() -> str:
             lines.append(f"| `{f.algorithm}` | {f.model} | {f.source} |")
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def networks_markdown() -> str:
+    """The documentation of the simulator's network models (docs/simulator.md is this text)."""
+    lines = ["# Simulator network models", "",
+             "Generated from the network registry by `colltune sim-doc`; do not edit by hand.", "",
+             ("`colltune simulate --model NAME` times a schedule event by event on one of these models; its "
+              "parameters come from the profile's model of the same family (or from `--set NAME=VALUE`, in seconds "
+              "and bytes). `--topology FILE|star:RATE` carries the messages of any endpoint model as flows over a "
+              "switched network whose links are shared by the flows crossing them (`--sharing equal`, paper 001 "
+              "eq. 7, or `maxmin`). Registry schedules post each rank's operations in list order; GOAL schedules "
+              "(`--goal FILE`) carry only their own dependencies."), "",
+             "| model | parameters from | source | summary |", "| --- | --- | --- | --- |"]
+    lines += [f"| `{n.name}` | {n.params} | {n.source} | {n.summary} |" for n in NETWORKS.values()]
+    lines.append("")
+    for n in NETWORKS.values():
+        lines += [f"## {n.name}", "", inspect.cleandoc(n.doc), "", f"Parameters: the profile's `{n.params}` model. "
+                  f"Source: {n.source}.", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+@main.command("sim-doc", hidden=True)
+def sim_doc_cmd() -> None:
+    """Print docs/simulator.md."""
+    click.echo(networks_markdown(), nl=False)
 
 
 @main.command("models-doc", hidden=True)

@@ -104,7 +104,7 @@ class Network:
 
     @property
     def summary(self) -> str:
-        return self.doc.strip().split("\n\n")[0].replace("\n", " ")
+        return " ".join(self.doc.strip().split("\n\n")[0].split())
 
 
 NETWORKS: dict[str, Network] = {}
