@@ -14,19 +14,18 @@ from click.testing import CliRunner
 from colltune.algorithms import REGISTRY
 from colltune.cli import main, networks_markdown
 from colltune.models import predict
+from colltune.models.cluster import TABLE1
 from colltune.models.params import (
-    ClusterModel,
     Hockney,
     LogGP,
     LogP,
     PLogP,
-    PLogPTable,
     PlogPT,
+    PLogPTable,
     Postal,
     Tabulated,
     TreeLevels,
 )
-from colltune.models.cluster import TABLE1
 from colltune.profiles import load_profile
 from colltune.schedule import Buf, Kind, Region, ScheduleBuilder
 from colltune.sim import NETWORKS, SimulationError, Topology, binary_tree, simulate, star
@@ -179,7 +178,7 @@ def test_link_sharing_equal_split_and_maxmin(sharing, a_to_c):
 
 def test_path_latency_and_topology_validation():
     topo = star(2, 1e9, latency=1e-6)
-    schedule, send, recv = _two_ranks(0.0, 1000)
+    schedule, _, recv = _two_ranks(0.0, 1000)
     result = simulate(schedule, "postal", Postal(lam=0.0, step=0.0), topology=topo)
     assert close(result.end[recv], 1000 / 1e9 + 2e-6)
     with pytest.raises(ValueError, match="not a node"):
@@ -188,7 +187,7 @@ def test_path_latency_and_topology_validation():
 
 def test_binary_tree_has_b_of_h_on_its_edges():
     topo = binary_tree(5, TreeLevels(b=(1.0, 2.0, 4.0)))
-    parent, up, down, _, host_node = topo.arrays()
+    _, up, _, _, _ = topo.arrays()
     names = [n.name for n in topo.nodes]
     assert up[names.index("h4")] == 1.0 and up[names.index("s1_2")] == 2.0 and up[names.index("s2_1")] == 4.0
     _, height = topo.pair_properties(np.array([0, 0, 0, 3]), np.array([1, 2, 4, 2]))

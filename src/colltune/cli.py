@@ -473,8 +473,8 @@ def networks_markdown() -> str:
     lines += [f"| `{n.name}` | {n.params} | {n.source} | {n.summary} |" for n in NETWORKS.values()]
     lines.append("")
     for n in NETWORKS.values():
-        lines += [f"## {n.name}", "", inspect.cleandoc(n.doc), "", f"Parameters: the profile's `{n.params}` model. "
-                  f"Source: {n.source}.", ""]
+        where = f"Parameters: the profile's `{n.params}` model. Source: {n.source}."
+        lines += [f"## {n.name}", "", inspect.cleandoc(n.doc), "", where, ""]
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -9,11 +9,11 @@ block locally.
 
 from __future__ import annotations
 
+import numpy as np
+
 from colltune.algorithms.registry import Param, register
 from colltune.algorithms.tags import TAG_DATA
 from colltune.collectives import Problem
-import numpy as np
-
 from colltune.schedule import Buf, Kind, Region, ScheduleBuilder
 
 #: Default bound on outstanding sends (and receives) of the throttled linear exchange: MPICH's
