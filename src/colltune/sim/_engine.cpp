@@ -141,11 +141,7 @@ class Matcher {
   explicit Matcher(int64_t expected) {
     size_t cap = 16;
     while (cap < size_t(2 * expected + 16)) cap <<= 1;
-    keys.assign(cap, EMPTY);
-    heads.assign(cap, -1);
-    tails.assign(cap, -1);
-    is_recv.assign(cap, 0);
-    mask = cap - 1;
+    reset(cap);
   }
   // Take the oldest entry of the other sort for `key`, or queue this one; true when matched.
   bool match_or_queue(uint64_t key, bool recv, int64_t op, double end, Entry& matched) {
@@ -195,6 +191,14 @@ class Matcher {
     }
     return slot;
   }
+  void reset(size_t cap) {  // an empty table of cap (a power of two) slots
+    keys.assign(cap, EMPTY);
+    heads.assign(cap, -1);
+    tails.assign(cap, -1);
+    is_recv.assign(cap, 0);
+    mask = cap - 1;
+    used = 0;
+  }
   void grow() {
     std::vector<uint64_t> old_keys;
     std::vector<int64_t> old_heads, old_tails;
@@ -203,13 +207,7 @@ class Matcher {
     old_heads.swap(heads);
     old_tails.swap(tails);
     old_recv.swap(is_recv);
-    size_t cap = old_keys.size() * 2;
-    keys.assign(cap, EMPTY);
-    heads.assign(cap, -1);
-    tails.assign(cap, -1);
-    is_recv.assign(cap, 0);
-    mask = cap - 1;
-    used = 0;
+    reset(old_keys.size() * 2);
     for (size_t s = 0; s < old_keys.size(); ++s) {
       if (old_keys[s] == EMPTY) continue;
       size_t t = find(old_keys[s]);
@@ -367,43 +365,39 @@ class Engine {
   }
 
   // -- hosts ---------------------------------------------------------------------------------------
-  void schedule_host(int64_t hi) {
-    Host& h = hosts[hi];
-    double best = INF, t;
-    uint64_t best_ts = 0, ts;
-    if (h.sends.candidate(std::max(h.cpu, h.nic_s), t, ts) && (t < best || (t == best && ts < best_ts))) {
-      best = t;
-      best_ts = ts;
-    }
-    if (h.msgs.candidate(std::max(h.cpu, h.nic_r), t, ts) && (t < best || (t == best && ts < best_ts))) {
-      best = t;
-      best_ts = ts;
-    }
-    if (h.locals.candidate(h.cpu, t, ts) && (t < best || (t == best && ts < best_ts))) {
-      best = t;
-      best_ts = ts;
-    }
-    ++h.version;
-    if (best < INF) events.push(Event{std::max(best, now), best_ts, EV_HOST, hi, h.version});
-  }
-
-  void fire_host(int64_t hi) {
-    Host& h = hosts[hi];
-    double t;
-    uint64_t ts;
-    // find which class owns the candidate (the same choice schedule_host made)
-    ClassQueue* which = nullptr;
-    double best = INF;
-    uint64_t best_ts = 0;
+  // The class queue of host h whose item fires next, and when: the earliest (time, ts) over
+  // sends (CPU and send NIC), messages (CPU and receive NIC) and local ops (CPU).
+  ClassQueue* next_item(Host& h, double& best, uint64_t& best_ts) {
     ClassQueue* queues[3] = {&h.sends, &h.msgs, &h.locals};
-    double R[3] = {std::max(h.cpu, h.nic_s), std::max(h.cpu, h.nic_r), h.cpu};
+    double free_at[3] = {std::max(h.cpu, h.nic_s), std::max(h.cpu, h.nic_r), h.cpu};
+    ClassQueue* which = nullptr;
+    best = INF;
+    best_ts = 0;
     for (int c = 0; c < 3; ++c) {
-      if (queues[c]->candidate(R[c], t, ts) && (t < best || (t == best && ts < best_ts))) {
+      double t;
+      uint64_t ts;
+      if (queues[c]->candidate(free_at[c], t, ts) && (t < best || (t == best && ts < best_ts))) {
         best = t;
         best_ts = ts;
         which = queues[c];
       }
     }
+    return which;
+  }
+
+  void schedule_host(int64_t hi) {
+    Host& h = hosts[hi];
+    double best;
+    uint64_t best_ts;
+    ++h.version;
+    if (next_item(h, best, best_ts)) events.push(Event{std::max(best, now), best_ts, EV_HOST, hi, h.version});
+  }
+
+  void fire_host(int64_t hi) {
+    Host& h = hosts[hi];
+    double best;
+    uint64_t best_ts;
+    ClassQueue* which = next_item(h, best, best_ts);  // unchanged since schedule_host pushed the event
     Item it = which->pop();
     if (which == &h.sends) {
       fire_send(hi, it.id);
