@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from colltune.algorithms import REGISTRY
 from colltune.cli import main, networks_markdown
 from colltune.models import predict
-from colltune.models.cluster import TABLE1
+from colltune.models.cluster import TABLE1, transfer_ratio
 from colltune.models.params import (
     Hockney,
     LogGP,
@@ -219,6 +219,71 @@ def test_rto_hits_a_send_ending_as_another_to_its_destination_starts_across_a_sw
     assert not without.rto.any() and without.total == 19
 
 
+# -- finite switch buffers (paper 000 eq. 3-4) -----------------------------------------------------
+
+GATHER_BW, GATHER_M = 1e8, 1_000_000
+
+
+def _flat_gather(senders: int, buffer: float | None):
+    topo = star(senders + 1, GATHER_BW)
+    if buffer is not None:
+        topo = topo.with_buffer(buffer)
+    schedule = REGISTRY.get("gather", "flat_tree").schedule(senders + 1, 0, GATHER_M)
+    return schedule, topo, simulate(schedule, "hockney", Hockney(alpha=1e-6, beta=0.0), topology=topo)
+
+
+def test_flat_gather_overflowing_the_root_port_is_charged_rto_and_resending():
+    """8 senders offer 8e8 B/s for 10 ms to the root's 1e8 B/s port with 1 MB of buffer: it fills
+    after B/(A-D) = 1/700 s (eq. 3), the transfer ratio is D/A + B/k = 1/4 (eq. 4), each flow loses
+    (1 - 1/8) 1e8 (0.01 - 1/700) = 750 kB and resends it at its rate 1.25e7 B/s after T_RTO."""
+    _, _, clean = _flat_gather(8, None)
+    schedule, topo, lossy = _flat_gather(8, 1e6)
+    sends = np.flatnonzero(schedule.columns["kind"] == Kind.SEND)
+    assert lossy.rto[sends].all() and lossy.rto.sum() == 8
+    assert np.allclose(lossy.penalty[sends], 0.2 + 750_000 / 1.25e7)
+    assert close(lossy.total, clean.total + 0.26)
+    assert not clean.rto.any() and topo.rto == 0.2
+
+
+@pytest.mark.parametrize("senders", [1, 2, 3, 5, 8])
+@pytest.mark.parametrize("buffer", [1e5, 1e6, 2.5e6, 8e6])
+def test_drops_follow_the_transfer_ratio(senders, buffer):
+    """x senders at once: a flow is hit exactly when eq. 4's ratio is below 1, and the bytes lost
+    over all flows are (1 - ratio) k."""
+    k = senders * GATHER_M
+    ratio = transfer_ratio(senders * GATHER_BW, GATHER_BW, buffer, k)
+    _, _, result = _flat_gather(senders, buffer)
+    assert result.rto.any() == (ratio < 1)
+    hit = result.rto
+    resent = ((result.penalty[hit] - 0.2) * result.flow_rate[hit]).sum()
+    assert close(resent, (1 - ratio) * k) if ratio < 1 else resent == 0
+
+
+def test_a_window_within_the_bounds_avoids_the_drops_a_flat_gather_suffers():
+    """The coordinated gather with two senders at a time keeps D/A + B/k = 1 and loses nothing."""
+    topo = star(9, GATHER_BW).with_buffer(1e6)
+    params = Hockney(alpha=1e-6, beta=0.0)
+    for window, drops in [(2, False), (3, True)]:
+        schedule = REGISTRY.get("gather", "coordinated").schedule(9, 0, GATHER_M, window=window)
+        assert simulate(schedule, "hockney", params, topology=topo).rto.any() == drops
+
+
+def test_a_sender_nic_never_drops():
+    """One rank sends to 8 at once: its NIC splits its rate, no switch port is offered more than
+    it carries, so nothing is lost however small the buffers."""
+    topo = star(9, GATHER_BW).with_buffer(1)
+    schedule = REGISTRY.get("scatter", "flat_tree").schedule(9, 0, GATHER_M)
+    assert not simulate(schedule, "hockney", Hockney(alpha=1e-6, beta=0.0), topology=topo).rto.any()
+
+
+def test_buffers_are_validated_and_kept_in_the_topology_file():
+    topo = star(3, 1e9).with_buffer(65536)
+    again = Topology.model_validate_json(topo.to_json())
+    assert again == topo and all(n.buffer == 65536 for n in again.nodes)
+    with pytest.raises(ValueError, match="buffer"):
+        star(3, 1e9).with_buffer(0)
+
+
 # -- GOAL ------------------------------------------------------------------------------------------
 
 ROUND_TRIP = [("bcast", "binomial_tree", 7, 3, 1000), ("bcast", "chain_segmented", 5, 1, 40000),
@@ -347,6 +412,17 @@ def test_cli_export_goal_then_simulate_goal(tmp_path):
     assert json.loads(from_file.output)["total"] == json.loads(direct.output)["total"]
 
 
+def test_cli_simulate_with_buffers_reports_retransmissions():
+    args = ["simulate", "-m", "hockney", "--set", "alpha=1e-6", "--set", "beta=0", "-c", "gather", "-a", "flat_tree",
+            "-p", "9", "-s", "1MB", "--topology", "star:1e8", "--json"]
+    runner = CliRunner()
+    clean = runner.invoke(main, args)
+    lossy = runner.invoke(main, [*args, "--buffer", "1MB"])
+    assert clean.exit_code == 0 and lossy.exit_code == 0, lossy.output
+    assert json.loads(clean.output)["retransmissions"] == 0 and json.loads(lossy.output)["retransmissions"] == 8
+    assert close(json.loads(lossy.output)["total"], json.loads(clean.output)["total"] + 0.26)
+
+
 @pytest.mark.parametrize("args,message", [
     (["simulate", "-c", "bcast", "-a", "chain", "-p", "4", "-s", "10"], "give --profile, or --model"),
     (["simulate", "-m", "loggops", "--set", "L=1", "-c", "bcast", "-a", "chain", "-p", "4", "-s", "10"],
@@ -355,6 +431,10 @@ def test_cli_export_goal_then_simulate_goal(tmp_path):
       "-s", "10"], "need a binary tree of depth 3"),
     (["simulate", "-m", "postal", "--set", "lam=1", "-c", "bcast", "-a", "chain", "-p", "4", "-s", "10",
       "--topology", "star:-1"], "must be positive"),
+    (["simulate", "-m", "postal", "--set", "lam=1", "-c", "bcast", "-a", "chain", "-p", "4", "-s", "10",
+      "--buffer", "64KiB"], "give --topology too"),
+    (["simulate", "-m", "postal", "--set", "lam=1", "-c", "bcast", "-a", "chain", "-p", "4", "-s", "10",
+      "--topology", "star:1e9", "--buffer", "0"], "at least one byte"),
 ])
 def test_cli_simulate_errors(args, message):
     out = CliRunner().invoke(main, args)

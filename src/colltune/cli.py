@@ -23,7 +23,7 @@ from colltune.models import MODELS, ParamSet, Prediction, Unavailable, formulas,
 from colltune.profiles import BUILTINS, Profile, builtin, load_profile, profile_schema, with_overrides
 from colltune.schedule import REDUCTION_DTYPES, REDUCTION_OPS, Schedule
 from colltune.schedule import verify as verify_schedule
-from colltune.sim import NETWORKS, Topology, default_network, read_topology, simulate, star
+from colltune.sim import NETWORKS, Topology, default_network, drops, read_topology, simulate, star
 from colltune.sim.goal import goal_lines, read_goal, write_goal
 from colltune.sim.trace import write_trace
 from colltune.units import format_seconds, parse_bytes, parse_int_list, parse_size_list
@@ -337,12 +337,14 @@ def _topology(spec: str | None, procs: int) -> Topology | None:
               help="Carry the messages as flows over this switched network (endpoint models only).")
 @click.option("--sharing", type=click.Choice(["equal", "maxmin"]), default="equal", show_default=True,
               help="How a link's bandwidth is split among its flows (paper 001 eq. 7, or max-min fairness).")
+@click.option("--buffer", "buffer", metavar="BYTES",
+              help="Give every switch port of --topology a queue of BYTES that drops when full (paper 000 eq. 4).")
 @click.option("--trace", "trace_file", type=click.Path(dir_okay=False), help="Write a Chrome trace (Perfetto).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON; the total time in seconds is 'total'.")
 def simulate_cmd(profile_spec: str | None, model: str | None, sets: tuple[str, ...], collective: str | None,
                  algorithm: str | None, procs: int | None, size: str | None, root: int, params: tuple[str, ...],
                  goal_file: str | None, goal_unit: float, topology_spec: str | None, sharing: str,
-                 trace_file: str | None, as_json: bool) -> None:
+                 buffer: str | None, trace_file: str | None, as_json: bool) -> None:
     """Simulate a collective (or a GOAL schedule) on a network model, event by event."""
     try:
         profile = load_profile(profile_spec) if profile_spec else None
@@ -357,6 +359,13 @@ def simulate_cmd(profile_spec: str | None, model: str | None, sets: tuple[str, .
         else:
             schedule = _registry_schedule(collective, algorithm, procs, size, root, params)
         topology = _topology(topology_spec, schedule.procs)
+        if buffer is not None:
+            if topology is None:
+                raise click.UsageError("--buffer sets the switch ports' queues of --topology; give --topology too")
+            room = parse_bytes(buffer)
+            if room <= 0:
+                raise click.BadParameter(f"{buffer!r}: a buffer holds at least one byte", param_hint="--buffer")
+            topology = topology.with_buffer(room)
         result = simulate(schedule, network, values, topology=topology, sharing=sharing)  # type: ignore[arg-type]
         if trace_file:
             write_trace(trace_file, schedule, result)
@@ -475,6 +484,8 @@ def networks_markdown() -> str:
     for n in NETWORKS.values():
         where = f"Parameters: the profile's `{n.params}` model. Source: {n.source}."
         lines += [f"## {n.name}", "", inspect.cleandoc(n.doc), "", where, ""]
+    lines += ["## Finite switch buffers (`--buffer BYTES`, or `buffer` in a topology file)", "",
+              inspect.cleandoc(drops.__doc__ or ""), ""]
     return "\n".join(lines).rstrip() + "\n"
 
 

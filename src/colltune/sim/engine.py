@@ -7,6 +7,7 @@ total.  For PlogPT with its retransmission rule (paper 001 eq. 8, 9, 14), the ru
 that start around the time another one ends, which a causal simulation cannot know in advance:
 colltune simulates without retransmissions, marks the sends the rule hits, simulates again with
 T_RTO added to them, and repeats until no further send is hit (at most ``MAX_RTO_ROUNDS`` times).
+Finite switch-port buffers (:mod:`colltune.sim.drops`, paper 000 eq. 3-4) are charged the same way.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from colltune.models.params import ParamSet, PlogPT
 from colltune.models.plogpt import switch_between
 from colltune.schedule import Kind, Schedule
 from colltune.sim import _engine
+from colltune.sim.drops import Rule, drop_rule
 from colltune.sim.network import NETWORKS, Costs, Messages, NetworkError, local_costs, on_topology
 from colltune.sim.topology import Topology
 
@@ -53,6 +55,8 @@ class SimResult:
         elsewhere.
     rto:
         Per op: True for the sends charged a retransmission timeout.
+    penalty:
+        Per op: the retransmission charge added between its flow's end and its arrival (0 if none).
     """
 
     network: str
@@ -63,6 +67,7 @@ class SimResult:
     flow_end: np.ndarray
     flow_rate: np.ndarray
     rto: np.ndarray
+    penalty: np.ndarray
     events: int
     messages: int
     rounds: int = 1
@@ -115,22 +120,22 @@ def simulate(schedule: Schedule, network: str, params: ParamSet, *, topology: To
         raise SimulationError(f"sharing must be 'equal' or 'maxmin', not {sharing!r}")
     costs = price(schedule, network, params, topology)
     cost = local_costs(schedule, params)
-    rto_rule = _rto_rule(params, costs) if costs.topology is not None else None
+    rules = [] if costs.topology is None else \
+        [rule for rule in (_rto_rule(params, costs), drop_rule(costs.topology, costs.vol)) if rule is not None]
     penalty = np.zeros(len(schedule))
-    hit = np.zeros(len(schedule), dtype=bool)
     for rounds in range(1, MAX_RTO_ROUNDS + 2):
         raw, arrays = _run(schedule, costs, cost, penalty, sharing)
-        if rto_rule is None or rounds > MAX_RTO_ROUNDS:
+        if not rules or rounds > MAX_RTO_ROUNDS:
             break
-        new = rto_rule(schedule, arrays) & ~hit
+        charge = sum(rule(schedule, arrays) for rule in rules)
+        new = (charge > 0) & (penalty == 0)  # an op keeps the charge of the round that first hit it
         if not new.any():
             break
-        hit |= new
-        penalty = np.where(hit, params.t_rto, 0.0)  # type: ignore[attr-defined]
+        penalty[new] = charge[new]
     _check_complete(schedule, raw)
     return SimResult(network=network, total=float(raw["total"]), completion=arrays["completion"],
                      start=arrays["start"], end=arrays["end"], flow_end=arrays["flow_end"],
-                     flow_rate=arrays["flow_rate"], rto=hit, events=int(raw["events"]),
+                     flow_rate=arrays["flow_rate"], rto=penalty > 0, penalty=penalty, events=int(raw["events"]),
                      messages=schedule.num_messages, rounds=rounds,
                      meta={"sharing": sharing} if costs.topology is not None else {})
 
@@ -169,9 +174,9 @@ def _check_complete(schedule: Schedule, raw: dict[str, Any]) -> None:
         raise SimulationError(f"{raw['unreceived']} messages arrived that no receive matched")
 
 
-def _rto_rule(params: ParamSet, costs: Costs):  # type: ignore[no-untyped-def]
-    """The sends paper 001's RTO rule (eq. 8, 9, 14) hits, or None when the profile lacks d(h),
-    T_RTO or epsilon_T."""
+def _rto_rule(params: ParamSet, costs: Costs) -> Rule | None:
+    """The sends paper 001's RTO rule (eq. 8, 9, 14) hits, charged T_RTO; None when the profile
+    lacks d(h), T_RTO or epsilon_T."""
     if not isinstance(params, PlogPT) or params.eps_t is None or params.bidirectional.d is None \
             or params.t_rto <= 0:
         return None
@@ -189,14 +194,14 @@ def _rto_rule(params: ParamSet, costs: Costs):  # type: ignore[no-untyped-def]
         full = (height > 0) & (d * rate < c["length"][sends])  # P_B, eq. 8-9
         order = np.lexsort((start, dst))
         dst_sorted, start_sorted = dst[order], start[order]
-        out = np.zeros(len(schedule), dtype=bool)
+        out = np.zeros(len(schedule))
         for k in np.flatnonzero(full):
             lo = np.searchsorted(dst_sorted, dst[k], "left")
             hi = np.searchsorted(dst_sorted, dst[k], "right")
             window = order[lo + np.flatnonzero(np.abs(start_sorted[lo:hi] - ends[k]) < eps_t)]
             if any(j != k and height[j] > 0 and switch_between(tree, int(height[k]), int(height[j]), eps_s)
                    for j in window):
-                out[sends[k]] = True
+                out[sends[k]] = params.t_rto
         return out
 
     return rule

@@ -36,15 +36,18 @@ class TopologyError(ColltuneError):
 
 
 class Node(BaseModel):
-    """A switch or host; its link to ``parent`` (none for the root) has the given rates."""
+    """A switch or host; its link to ``parent`` (none for the root) has the given rates.  An
+    unlimited bandwidth is written ``"Infinity"`` in the file."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", ser_json_inf_nan="strings")
 
     name: str = Field(min_length=1)
     parent: str | None = Field(None, description="name of the parent switch; None for the root")
     up: float = Field(math.inf, gt=0, description="bandwidth towards the parent, B/s")
     down: float = Field(math.inf, gt=0, description="bandwidth from the parent, B/s")
     latency: float = Field(0.0, ge=0, allow_inf_nan=False, description="one-way latency of the link, s")
+    buffer: float | None = Field(None, gt=0, description="queue of each switch port feeding the link, bytes; "
+                                                         "None for unlimited (no drops)")
 
 
 class Topology(BaseModel):
@@ -58,6 +61,9 @@ class Topology(BaseModel):
     description: str = ""
     nodes: tuple[Node, ...] = Field(min_length=1)
     hosts: tuple[str, ...] = Field(min_length=1, description="node name of each rank, in rank order")
+    rto: float = Field(0.2, gt=0, allow_inf_nan=False,
+                       description="retransmission timeout charged for a dropped flow, s (default: Linux's "
+                                   "TCP_RTO_MIN, 200 ms)")
 
     @model_validator(mode="after")
     def _check(self) -> Topology:
@@ -100,11 +106,8 @@ class Topology(BaseModel):
         host_node = np.array([index[h] for h in self.hosts], dtype=np.int32)
         return parent, up, down, latency, host_node
 
-    def pair_properties(self, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """For messages from ranks ``src`` to ``dst``: the path's total link latency (s) and the
-        height of the communication, the height of the highest switch on the path (paper 001
-        section III-A; 0 when both ranks share a host)."""
-        parent, _, _, latency, host_node = self.arrays()
+    def _depth_height(self, parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per node: its depth (links to the root) and height (links down to its deepest leaf)."""
         n = len(parent)
         depth = np.zeros(n, dtype=np.int64)
         for v in range(n):
@@ -116,23 +119,46 @@ class Topology(BaseModel):
         for v in np.argsort(-depth, kind="stable"):  # children before parents
             if parent[v] >= 0:
                 height[parent[v]] = max(height[parent[v]], height[v] + 1)
-        pairs, inverse = np.unique(np.stack([src, dst]), axis=1, return_inverse=True)
-        lat = np.zeros(pairs.shape[1])
-        top = np.zeros(pairs.shape[1], dtype=np.int64)
-        for k, (a, b) in enumerate(pairs.T):
+        return depth, height
+
+    def routes(self, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, list[tuple[list[int], list[int], int]]]:
+        """The paths of messages from ranks ``src`` to ``dst``: ``(pair, paths)`` where message k
+        takes ``paths[pair[k]] = (climb, descend, top)``: the nodes whose up link it crosses (from
+        the sender's host), the nodes whose down link it crosses (towards the receiver's host), and
+        the node index of the highest switch on the path."""
+        parent, _, _, _, host_node = self.arrays()
+        depth, _ = self._depth_height(parent)
+        pairs, inverse = np.unique(np.stack([src, dst]).reshape(2, -1), axis=1, return_inverse=True)
+        paths = []
+        for a, b in pairs.T:
             a, b = int(host_node[a]), int(host_node[b])
-            total = 0.0
+            climb: list[int] = []
+            descend: list[int] = []
             while a != b:
                 if depth[a] >= depth[b]:
-                    total += latency[a]
+                    climb.append(a)
                     a = int(parent[a])
                 else:
-                    total += latency[b]
+                    descend.append(b)
                     b = int(parent[b])
-            lat[k] = total
-            top[k] = height[a] if int(host_node[pairs[0, k]]) != int(host_node[pairs[1, k]]) else 0
-        inverse = inverse.reshape(-1)
-        return lat[inverse], top[inverse]
+            paths.append((climb, descend[::-1], a))
+        return inverse.reshape(-1), paths
+
+    def pair_properties(self, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For messages from ranks ``src`` to ``dst``: the path's total link latency (s) and the
+        height of the communication, the height of the highest switch on the path (paper 001
+        section III-A; 0 when both ranks share a host)."""
+        parent, _, _, latency, _ = self.arrays()
+        _, height = self._depth_height(parent)
+        pair, paths = self.routes(src, dst)
+        lat = np.array([latency[climb].sum() + latency[descend].sum() for climb, descend, _ in paths])
+        top = np.array([height[t] if climb or descend else 0 for climb, descend, t in paths], dtype=np.int64)
+        return lat[pair], top[pair]
+
+    def with_buffer(self, buffer: float) -> Topology:
+        """This topology with ``buffer`` bytes of queue at every switch port."""
+        nodes = [{**n.model_dump(), "buffer": buffer} for n in self.nodes]
+        return Topology.model_validate({**self.model_dump(), "nodes": nodes})
 
     def to_json(self) -> str:
         return self.model_dump_json(indent=2) + "\n"
