@@ -4,10 +4,13 @@ from colltune.profiles.builtin import BUILTINS, builtin
 from colltune.profiles.format import (
     FORMAT,
     VERSION,
+    Fit,
     Models,
     Profile,
     ProfileError,
     Provenance,
+    Series,
+    Spread,
     load_profile,
     parse_profile,
     profile_schema,
@@ -16,5 +19,5 @@ from colltune.profiles.format import (
     write_profile,
 )
 
-__all__ = ["BUILTINS", "FORMAT", "VERSION", "Models", "Profile", "ProfileError", "Provenance", "builtin",
-           "load_profile", "parse_profile", "profile_schema", "read_profile", "with_overrides", "write_profile"]
+__all__ = ["BUILTINS", "FORMAT", "VERSION", "Fit", "Models", "Profile", "ProfileError", "Provenance", "Series",
+           "Spread", "builtin", "load_profile", "parse_profile", "profile_schema", "read_profile", "with_overrides", "write_profile"]

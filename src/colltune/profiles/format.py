@@ -57,6 +57,51 @@ class Provenance(ParamSet):
     notes: tuple[str, ...] = Field((), description="derivations and assumptions, one per entry")
 
 
+class Spread(ParamSet):
+    """Repeated measurements of one quantity at one point, after outlier rejection (see
+    :func:`colltune.probe.stats.summarise`), in the unit of their :class:`Series`."""
+
+    median: float = Field(allow_inf_nan=False)
+    q1: float = Field(allow_inf_nan=False, description="first quartile")
+    q3: float = Field(allow_inf_nan=False, description="third quartile")
+    reps: int = Field(ge=0, description="samples kept")
+    rejected: int = Field(0, ge=0, description="samples rejected as outliers")
+
+    @property
+    def iqr(self) -> float:
+        """The interquartile range q3 - q1."""
+        return self.q3 - self.q1
+
+
+class Series(ParamSet):
+    """One measured quantity at several points ``x`` (sizes in bytes, heights, process counts...)."""
+
+    unit: str = Field(description="unit of the values: s, B/s, ...")
+    x_name: str = Field(description="what x is: bytes, height, procs, pair, ...")
+    x: tuple[float, ...]
+    points: tuple[Spread, ...]
+    method: str = Field("", description="how it was measured")
+
+    @model_validator(mode="after")
+    def _same_length(self) -> Series:
+        if len(self.x) != len(self.points):
+            raise ValueError(f"x has {len(self.x)} entries but points has {len(self.points)}")
+        return self
+
+    @property
+    def medians(self) -> list[float]:
+        return [p.median for p in self.points]
+
+
+class Fit(ParamSet):
+    """How well a model's fitted parameters reproduce the measurements they came from."""
+
+    data: tuple[str, ...] = Field(description="the measurement series fitted")
+    method: str = Field(description="the fit: least squares, a closed form, ...")
+    residuals: tuple[float, ...] = Field(description="measured minus fitted, per point, in the data's unit")
+    rms: float = Field(ge=0, allow_inf_nan=False, description="root mean square of the residuals")
+
+
 class Models(ParamSet):
     """One optional parameter set per model."""
 
@@ -86,6 +131,9 @@ class Profile(ParamSet):
     default_model: ModelName = Field(description="the model `colltune predict` uses without --model")
     provenance: Provenance
     models: Models
+    measurements: dict[str, Series] = Field(default_factory=dict,
+                                            description="what a probe measured, with its spread, by name")
+    fits: dict[str, Fit] = Field(default_factory=dict, description="residuals of each fitted model, by model name")
 
     @model_validator(mode="after")
     def _default_present(self) -> Profile:
