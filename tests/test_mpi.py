@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from colltune.profiles import read_profile
+
 HERE = Path(__file__).parent / "mpi"
 MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
 PROCS = (1, 2, 3, 5, 8)
@@ -24,14 +26,23 @@ pytestmark = pytest.mark.skipif(MPIEXEC is None, reason="mpiexec not found (inst
 
 def run_mpi(script: str, procs: int, *args: str, timeout: float = 240) -> subprocess.CompletedProcess:
     """Run ``tests/mpi/<script>`` on ``procs`` ranks; kill everything and fail on timeout."""
-    cmd = [MPIEXEC, "-n", str(procs), sys.executable, "-m", "mpi4py", str(HERE / script), *args]
+    return _launch([sys.executable, "-m", "mpi4py", str(HERE / script), *args], procs, timeout)
+
+
+def run_colltune(procs: int, *args: str, timeout: float = 240) -> subprocess.CompletedProcess:
+    """Run ``colltune ARGS`` on ``procs`` ranks; kill everything and fail on timeout."""
+    return _launch([sys.executable, "-m", "colltune", *args], procs, timeout)
+
+
+def _launch(command: list[str], procs: int, timeout: float) -> subprocess.CompletedProcess:
+    cmd = [MPIEXEC, "-n", str(procs), *command]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
-        pytest.fail(f"{script} on {procs} ranks hung for {timeout} s\nstdout:\n{out}\nstderr:\n{err[-4000:]}")
+        pytest.fail(f"{' '.join(command)} on {procs} ranks hung for {timeout} s\nstdout:\n{out}\nstderr:\n{err[-4000:]}")
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
@@ -74,3 +85,48 @@ def test_every_other_collective_matches_native(procs: int) -> None:
     res = run_mpi("colls_check.py", procs, timeout=400)
     assert res.returncode == 0, f"stdout:\n{res.stdout}\nstderr:\n{res.stderr[-4000:]}"
     assert f"colls_check: P={procs}" in res.stdout
+
+
+# -- colltune probe ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("procs", (2, 4))
+def test_quick_probe_writes_a_consistent_profile(procs: int, tmp_path: Path) -> None:
+    out = tmp_path / "profile.json"
+    res = run_colltune(procs, "probe", "--quick", "-o", str(out), "--name", "localhost", timeout=180)
+    assert res.returncode == 0, f"stdout:\n{res.stdout}\nstderr:\n{res.stderr[-4000:]}"
+    profile = read_profile(out)
+    prov = profile.provenance
+    assert prov.procs == procs and len(prov.hosts or ()) == procs and "MPICH" in (prov.mpi_library or "")
+    assert prov.colltune_version and prov.date
+    models = profile.models
+    assert set(models.present()) == {"hockney", "logp", "loggp", "plogp", "cluster", "plogpt", "latency"}
+    assert models.plogp.L > 0 and models.hockney.alpha > 0 and models.hockney.beta > 0
+    assert models.plogpt.bidirectional.depth == procs.bit_length() - 1
+    assert len(models.latency.names) == procs
+    # g(m) is non-decreasing within its spread
+    g = profile.measurements["g"]
+    assert list(g.x) == list(models.plogp.unidirectional.g.sizes)
+    for a, b in zip(g.points, g.points[1:]):
+        assert b.median >= a.median - (a.iqr + b.iqr), (a, b)
+    # every measurement carries its spread, every fit its residuals
+    for name, series in profile.measurements.items():
+        assert series.points and all(p.reps > 0 and p.q1 <= p.median <= p.q3 for p in series.points), name
+    for name in ("hockney", "loggp", "plogp", "plogp_bidirectional", "plogpt", "plogpt_bi", "cluster_L"):
+        fit = profile.fits[name]
+        assert fit.residuals and fit.rms >= 0, name
+
+
+def test_probe_on_one_rank_is_one_clear_error(tmp_path: Path) -> None:
+    out = tmp_path / "profile.json"
+    res = run_colltune(1, "probe", "--quick", "-o", str(out), timeout=60)
+    assert res.returncode != 0 and "at least 2" in res.stderr
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("procs", (2, 3))
+def test_probe_to_an_unwritable_file_fails_before_measuring(procs: int, tmp_path: Path) -> None:
+    out = tmp_path / "missing" / "profile.json"
+    res = run_colltune(procs, "probe", "--quick", "-o", str(out), timeout=60)
+    assert res.returncode != 0 and "does not exist" in res.stderr
+    assert res.stderr.count("does not exist") == 1  # said once, by rank 0
+    assert not out.parent.exists()

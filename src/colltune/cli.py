@@ -9,10 +9,14 @@ from __future__ import annotations
 import inspect
 import json
 import sys
+import tempfile
+import traceback
+from pathlib import Path
 from typing import Any
 
 import click
 from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from colltune import __version__
@@ -20,7 +24,8 @@ from colltune.algorithms import REGISTRY, Algorithm
 from colltune.collectives import COLLECTIVES, Problem
 from colltune.errors import ColltuneError, VerificationError
 from colltune.models import MODELS, ParamSet, Prediction, Unavailable, formulas, predict, predict_all
-from colltune.profiles import BUILTINS, Profile, builtin, load_profile, profile_schema, with_overrides
+from colltune.profiles import BUILTINS, Profile, builtin, load_profile, profile_schema, with_overrides, write_profile
+from colltune.report import plot_profile
 from colltune.schedule import REDUCTION_DTYPES, REDUCTION_OPS, Schedule
 from colltune.schedule import verify as verify_schedule
 from colltune.sim import NETWORKS, Topology, default_network, drops, read_topology, simulate, star
@@ -445,6 +450,148 @@ def profiles_cmd(show: str | None, schema: bool, as_json: bool) -> None:
     for r in rows:
         table.add_row(r["name"], ", ".join(r["models"]), r["time_unit"], r["description"])
     _console().print(table)
+
+
+def _flatten(prefix: str, value: Any) -> list[tuple[str, str]]:
+    """A parameter set's fields as (dotted name, text) rows; tabulated functions on one row."""
+    if isinstance(value, dict) and set(value) == {"sizes", "values"}:
+        return [(prefix, ", ".join(f"{s} B: {v:.4g}" for s, v in zip(value["sizes"], value["values"], strict=True)))]
+    if isinstance(value, dict):
+        return [row for k, v in value.items() if v is not None for row in _flatten(f"{prefix}.{k}" if prefix else k, v)]
+    if isinstance(value, (list, tuple)):
+        if value and isinstance(value[0], (list, tuple)):
+            return [(prefix, f"{len(value)} x {len(value[0])} matrix")]
+        return [(prefix, ", ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in value))]
+    return [(prefix, f"{value:.6g}" if isinstance(value, float) else str(value))]
+
+
+@main.command("show")
+@click.argument("profile_spec", metavar="PROFILE")
+@click.option("--plot", "plot_file", type=click.Path(dir_okay=False),
+              help="Also draw g(m), os(m), or(m) and b(h) into this PNG file.")
+def show_cmd(profile_spec: str, plot_file: str | None) -> None:
+    """Print a profile (a file or builtin:NAME) as tables: its models, measurements and fits."""
+    try:
+        profile = load_profile(profile_spec)
+        if plot_file:
+            plot_profile(profile, plot_file)
+    except ColltuneError as exc:
+        raise click.UsageError(str(exc)) from None
+    except OSError as exc:
+        raise click.UsageError(f"{exc.filename or plot_file}: {exc.strerror}") from None
+    con = _console()
+    prov = profile.provenance
+    con.print(f"[bold]{profile.name}[/bold]: {profile.description}")
+    con.print(f"times in {'seconds' if profile.time_unit == 's' else 'abstract units'}, sizes in bytes, "
+              f"bandwidths in B/s; default model {profile.default_model}")
+    con.print(f"source: {prov.source}" + "".join(f"; {k}: {v}" for k, v in (
+        ("date", prov.date), ("MPI", prov.mpi_library), ("P", prov.procs), ("colltune", prov.colltune_version))
+        if v is not None))
+    for note in prov.notes:
+        con.print(f"  - {note}")
+    for name in profile.models.present():
+        params = getattr(profile.models, name)
+        table = Table(title=f"{name} ({type(params).__name__})", title_justify="left")
+        table.add_column("parameter")
+        table.add_column("value", overflow="fold")
+        for key, text in _flatten("", params.model_dump(by_alias=True)):
+            table.add_row(key, text)
+        con.print(table)
+        if name == "latency":
+            matrix = Table(title="latency (s), row to column", title_justify="left")
+            matrix.add_column("")
+            for n in params.names:
+                matrix.add_column(n, justify="right")
+            for n, row in zip(params.names, params.latency, strict=True):
+                matrix.add_row(n, *(f"{v:.3g}" for v in row))
+            con.print(matrix)
+    if profile.measurements:
+        table = Table(title="measurements (median, and the widest IQR relative to it)", title_justify="left")
+        for col in ("name", "unit", "x", "median", "max IQR/median", "reps", "rejected"):
+            table.add_column(col, overflow="fold")
+        for key, ser in profile.measurements.items():
+            rel = max((p.iqr / abs(p.median) for p in ser.points if p.median), default=0.0)
+            table.add_row(key, ser.unit, f"{ser.x_name} {', '.join(f'{x:g}' for x in ser.x)}",
+                          ", ".join(f"{v:.3g}" for v in ser.medians), f"{rel:.1%}",
+                          str(min((p.reps for p in ser.points), default=0)),
+                          str(sum(p.rejected for p in ser.points)))
+        con.print(table)
+    if profile.fits:
+        table = Table(title="fits", title_justify="left")
+        for col in ("model", "data", "points", "rms residual", "method"):
+            table.add_column(col, overflow="fold")
+        for key, f in profile.fits.items():
+            table.add_row(key, ", ".join(f.data), str(len(f.residuals)), f"{f.rms:.3g}", f.method)
+        con.print(table)
+    if plot_file:
+        con.print(f"figure written to {plot_file}")
+
+
+@main.command("probe")
+@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False), help="Profile file to write.")
+@click.option("--quick", "mode", flag_value="quick", help="A few seconds: fewer sizes and repetitions.")
+@click.option("--thorough", "mode", flag_value="thorough", help="More sizes and repetitions.")
+@click.option("--sizes", metavar="LIST", help="Message sizes for the point-to-point sweep, e.g. 0,1,1KiB,64KiB.")
+@click.option("--name", default="probe", show_default=True, help="The profile's name.")
+def probe_cmd(output: str, mode: str | None, sizes: str | None, name: str) -> None:
+    """Measure the network inside this MPI job and write a profile (run under mpiexec -n P, P >= 2)."""
+    from mpi4py import MPI
+
+    from colltune.probe.run import probe
+
+    comm = MPI.COMM_WORLD
+    me = comm.Get_rank()
+
+    def fail(message: str) -> None:  # the same error on every rank; printed once
+        if me == 0:
+            raise click.UsageError(message)
+        raise SystemExit(2)
+
+    problem = None
+    if me == 0:
+        problem = _unwritable(output)
+    problem = comm.bcast(problem, root=0)
+    if problem:
+        fail(problem)
+    try:
+        size_list = parse_size_list(sizes) if sizes else None
+        if me == 0:
+            with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                          console=Console(stderr=True), transient=True) as bar:
+                task = bar.add_task("starting", total=None)
+                profile = probe(comm, mode or "default", size_list, name,
+                                progress=lambda what: bar.update(task, description=what))
+        else:
+            probe(comm, mode or "default", size_list, name)
+    except ColltuneError as exc:
+        fail(str(exc))
+    except Exception:  # noqa: BLE001 - any failure on one rank must end the whole job
+        traceback.print_exc()
+        sys.stderr.flush()
+        comm.Abort(1)  # one failing rank ends the job instead of leaving the others waiting
+    if me == 0:
+        try:
+            write_profile(profile, output)
+        except OSError as exc:
+            raise click.UsageError(f"{output}: cannot write the profile: {exc.strerror}") from None
+        click.echo(f"profile written to {output} ({len(profile.measurements)} measurements, "
+                   f"models: {', '.join(profile.models.present())})")
+
+
+def _unwritable(output: str) -> str | None:
+    """Why ``output`` cannot be written (checked before measuring), or None."""
+    target = Path(output)
+    if target.is_dir():
+        return f"{output}: is a directory"
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        return f"{output}: directory {folder} does not exist"
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        return f"{output}: cannot write in {folder}: {exc.strerror}"
+    return None
 
 
 def models_markdown() -> str:

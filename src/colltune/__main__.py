@@ -1,0 +1,5 @@
+"""``python -m colltune``: the command line (what ``mpiexec -n P python -m colltune probe`` runs)."""
+
+from colltune.cli import main
+
+main()

@@ -1,0 +1,23 @@
+"""Measuring a network's model parameters under MPI, and fitting them.
+
+- :mod:`colltune.probe.stats`: medians, quartiles and Tukey's outlier rule;
+- :mod:`colltune.probe.fit`: from measured medians to parameter sets, with residuals (no MPI);
+- :mod:`colltune.probe.measure` and :mod:`colltune.probe.run`: the measurements under mpiexec
+  and :func:`colltune.probe.run.probe`, which returns a profile.  They import mpi4py, so they are
+  not imported here.
+"""
+
+from colltune.probe.fit import (
+    epsilon_s,
+    fit_cluster_latency,
+    fit_hockney,
+    fit_loggp,
+    fit_piecewise,
+    fit_plogp,
+    fit_tree,
+    group_levels,
+)
+from colltune.probe.stats import summarise
+
+__all__ = ["epsilon_s", "fit_cluster_latency", "fit_hockney", "fit_loggp", "fit_piecewise", "fit_plogp",
+           "fit_tree", "group_levels", "summarise"]

@@ -1,0 +1,238 @@
+"""From measurements to model parameters: pure functions, no MPI, testable on synthetic data.
+
+Every function takes the medians of measured series (seconds, bytes, bytes per second) and
+returns the parameter set with a :class:`~colltune.profiles.Fit` recording its residuals.  The
+measurements themselves are described in :mod:`colltune.probe.measure`; the names below follow
+them:
+
+- ``PRTT(n, d, s)`` (Netgauge's parametrised round trip, Hoefler, Lichei and Rehm 2007): rank 0
+  sends n messages of s bytes with d seconds of busy waiting after each but the last; rank 1
+  receives them and replies with one of s bytes; the time on rank 0 from the first send to the
+  reply.  ``RTT(s) = PRTT(1, 0, s)``.
+- Under LogGOPS (one message costs 2o + L + (s-1)G, a sender starts one every max(o + (s-1)O,
+  g + (s-1)G)): ``PRTT(n, 0, s) - PRTT(1, 0, s) = (n-1)(g + (s-1)G)`` when the gap dominates, and
+  ``PRTT(n, d, s) - PRTT(1, 0, s) = (n-1)(o + (s-1)O + d)`` when d exceeds the gap.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import scipy.optimize
+
+from colltune.models.params import (
+    ClusterLatency,
+    Hockney,
+    Linear,
+    LogGP,
+    Piecewise,
+    PLogPTable,
+    Tabulated,
+    TreeLevels,
+)
+from colltune.profiles.format import Fit
+
+Array = Sequence[float] | np.ndarray
+
+
+def _fit(data: tuple[str, ...], method: str, residuals: np.ndarray) -> Fit:
+    r = np.asarray(residuals, dtype=np.float64)
+    return Fit(data=data, method=method, residuals=tuple(float(v) for v in r),
+               rms=float(np.sqrt(np.mean(r ** 2))) if r.size else 0.0)
+
+
+def nonnegative_lstsq(columns: Sequence[Array], y: Array) -> tuple[np.ndarray, np.ndarray]:
+    """Least squares ``y ~ sum_k c_k columns[k]`` with every c_k >= 0, on relative errors (each
+    row weighted by 1/|y|, since timings over decades of sizes have errors proportional to
+    themselves); returns (c, residuals y - fitted, in y's unit)."""
+    A = np.column_stack([np.asarray(c, dtype=np.float64) for c in columns])
+    yy = np.asarray(y, dtype=np.float64)
+    scale = np.abs(yy)
+    w = 1.0 / np.where(scale > 0, scale, max(float(scale.max(initial=0.0)), 1e-300))
+    coef = scipy.optimize.lsq_linear(A * w[:, None], yy * w, bounds=(0, np.inf), method="bvls").x
+    return coef, yy - A @ coef
+
+
+def fit_hockney(sizes: Array, one_way: Array) -> tuple[Hockney, Fit]:
+    """Hockney's alpha + beta m by least squares over one-way times ``RTT(m)/2`` (s) at ``sizes`` (B)."""
+    m = np.asarray(sizes, dtype=np.float64)
+    (alpha, beta), res = nonnegative_lstsq([np.ones_like(m), m], one_way)
+    return Hockney(alpha=alpha, beta=beta), _fit(("rtt",), "relative least squares of RTT(m)/2 on alpha + beta m", res)
+
+
+def fit_loggp(sizes: Array, rtt: Array, gap: Array, overhead: Array) -> tuple[LogGP, Fit]:
+    """LogGP(S) from Netgauge's method at ``sizes`` (B): ``rtt`` = PRTT(1, 0, s), ``gap`` =
+    (PRTT(n, 0, s) - PRTT(1, 0, s)) / (n-1) and ``overhead`` = (PRTT(n, d, s) - PRTT(1, 0, s)) /
+    (n-1) - d, all in s.  g and G by least squares of gap on g + (s-1)G, o and O of overhead on
+    o + (s-1)O, and L = RTT(s0)/2 - 2o - (s0-1)G at the smallest size s0."""
+    s = np.asarray(sizes, dtype=np.float64)
+    extra = np.maximum(s - 1, 0)
+    (g, G), res_gap = nonnegative_lstsq([np.ones_like(s), extra], gap)
+    (o, O), res_o = nonnegative_lstsq([np.ones_like(s), extra], overhead)
+    k = int(np.argmin(s))
+    L = max(float(np.asarray(rtt)[k]) / 2 - 2 * o - extra[k] * max(G, O), 0.0)
+    params = LogGP(L=L, o=o, g=g, G=G, O=O)
+    rtt_res = np.asarray(rtt) - np.array([2 * params.message(int(v)) for v in s])
+    return params, _fit(("prtt_gap", "prtt_overhead", "rtt"),
+                        "least squares of the PRTT gap on g + (s-1)G and overhead on o + (s-1)O; "
+                        "residuals: gap, then overhead, then RTT against 2(2o + L + (s-1)max(O,G))",
+                        np.concatenate([res_gap, res_o, rtt_res]))
+
+
+def fit_plogp(sizes: Array, rtt: Array, g0: float, gap: Array | None = None) -> tuple[float, Tabulated, Fit]:
+    """The fast method of Kielmann et al. (paper 001 eq. 1): ``L = RTT(0)/2 - g(0)`` and
+    ``g(m) = RTT(m)/2 - L``, with ``g0`` from the rate of zero-byte sends; ``sizes`` must start
+    at 0.  Noise can make a difference negative: g and L are clamped at 0.  Returns (L, g, fit); the residuals compare g(m) with the directly measured send
+    ``gap`` (PRTT gap) where given, else they are RTT(m) - 2(L + g(m)) (zero by construction)."""
+    m = np.asarray(sizes, dtype=np.float64)
+    r = np.asarray(rtt, dtype=np.float64)
+    if m.size == 0 or m[0] != 0:
+        raise ValueError("the fast pLogP method needs RTT(0): sizes must start at 0")
+    g0 = max(g0, 0.0)
+    L = max(r[0] / 2 - g0, 0.0)
+    values = np.maximum(r / 2 - L, 0.0)
+    values[0] = g0
+    g = Tabulated(sizes=tuple(int(v) for v in m), values=tuple(float(v) for v in values))
+    if gap is not None:
+        return L, g, _fit(("rtt", "prtt_gap"), "L = RTT(0)/2 - g(0), g(m) = RTT(m)/2 - L; "
+                          "residuals: measured send gap minus g(m)", np.asarray(gap) - values)
+    return L, g, _fit(("rtt",), "L = RTT(0)/2 - g(0), g(m) = RTT(m)/2 - L", r - 2 * (L + values))
+
+
+def table(sizes: Array, g: Tabulated, os_: Array | None, or_: Array | None) -> PLogPTable:
+    """A :class:`PLogPTable` with g and the measured overheads at ``sizes``."""
+    def tab(v: Array | None) -> Tabulated | None:
+        return None if v is None else Tabulated(sizes=tuple(int(s) for s in sizes),
+                                                values=tuple(max(float(x), 0.0) for x in v))
+    return PLogPTable.model_validate({"g": g, "os": tab(os_), "or": tab(or_)})
+
+
+def fit_tree(bandwidth: Array, loaded: Array, idle: Array, depth: int, bidirectional: bool,
+             floor: float) -> tuple[TreeLevels, Fit]:
+    """PlogPT's b(h) and d(h) for h = 1 .. ``depth`` (paper 001 section III-C).
+
+    ``bandwidth[h-1]`` is the total rate (B/s) of the 2^depth / 2 pairs k <-> k xor 2^(h-1),
+    measured concurrently; one height-h edge carries the pairs of one height-h subtree, so
+    b(h) = total 2^h / 2^depth, and a measured b(h+1) above 2 b(h) is taken as 2 b(h) (the paper:
+    the flow of a height-(h+1) edge never exceeds twice that at h).  ``loaded`` and ``idle`` are
+    the one-way latencies (s) between the leftmost and rightmost leaf of a height-h subtree with
+    and without that load: d(h) is their difference, halved when ``bidirectional``.  A d(h)
+    below ``floor`` (the timer's resolution) is recorded as ``floor``, so that eq. 5's log stays
+    defined."""
+    total = np.asarray(bandwidth, dtype=np.float64)
+    b = total * 2.0 ** np.arange(1, depth + 1) / 2 ** depth
+    for h in range(1, depth):
+        b[h] = min(b[h], 2 * b[h - 1])
+    d = (np.asarray(loaded) - np.asarray(idle)) / (2 if bidirectional else 1)
+    levels = TreeLevels(b=tuple(float(v) for v in b), d=tuple(max(float(v), floor) for v in d))
+    return levels, _fit(("tree_bandwidth",), "b(h) = total 2^h / 2^D; residuals: measured total minus "
+                        "b(h) 2^D / 2^h (nonzero where b(h+1) was capped at 2 b(h))",
+                        total - b * 2 ** depth / 2.0 ** np.arange(1, depth + 1))
+
+
+def epsilon_s(b_quartiles: Sequence[tuple[float, float]], d_quartiles: Sequence[tuple[float, float]]) -> float:
+    """epsilon_S of eq. 5 from the measurement noise: the largest, over heights, of
+    ``log(b_q3 / b_q1)^2 + log(d_q3 / d_q1)^2``, so that two heights whose parameters differ by no
+    more than the spread of one of them count as the same switch.  Quartiles that are not both
+    positive contribute nothing."""
+    def term(q: tuple[float, float]) -> float:
+        lo, hi = q
+        return float(np.log(hi / lo) ** 2) if lo > 0 and hi > 0 else 0.0
+    worst = max((term(bq) + term(dq) for bq, dq in zip(b_quartiles, d_quartiles, strict=True)), default=0.0)
+    return max(worst, 1e-6)
+
+
+def fit_piecewise(sizes: Array, values: Array, threshold: int = 40) -> tuple[Piecewise, np.ndarray]:
+    """Paper 000's cost ``slope m + intercept`` fitted (non-negative least squares) separately to
+    the sizes at most ``threshold`` bytes and above it; a side with fewer than two sizes takes
+    the other side's line.  Returns the cost and the residuals (s) in the order of ``sizes``."""
+    m = np.asarray(sizes, dtype=np.float64)
+    y = np.asarray(values, dtype=np.float64)
+    lines: dict[bool, Linear] = {}
+    for small in (True, False):
+        sel = (m <= threshold) if small else (m > threshold)
+        if np.count_nonzero(sel) >= 2:
+            (c0, c1), _ = nonnegative_lstsq([np.ones(sel.sum()), m[sel]], y[sel])
+            lines[small] = Linear(slope=c1, intercept=c0)
+    if not lines:
+        lines[True] = Linear(intercept=max(float(np.median(y)), 0.0))
+    cost = Piecewise(small=lines.get(True, lines.get(False)), large=lines.get(False, lines.get(True)),
+                     threshold=threshold)
+    return cost, y - np.array([cost(v) for v in m])
+
+
+def cluster_latency(a: float, b: float, c: float, R: float, gs: Callable[[float], float],
+                    procs: Array, sizes: Array) -> np.ndarray:
+    """Paper 000's L(m, p) = a p + b + c m max(1, p m / (R gs(m))), s, at each (p, m)."""
+    p = np.asarray(procs, dtype=np.float64)
+    m = np.asarray(sizes, dtype=np.float64)
+    gsm = np.array([gs(v) for v in m])
+    load = np.where((m > 0) & (gsm > 0), p * m / (R * np.where(gsm > 0, gsm, 1.0)), 0.0)
+    return a * p + b + c * m * np.maximum(1.0, load)
+
+
+def fit_cluster_latency(procs: Array, sizes: Array, latency: Array,
+                        gs: Callable[[float], float]) -> tuple[ClusterLatency, np.ndarray]:
+    """L(m, p) fitted to transfer times ``latency`` (s) of packets of ``sizes`` bytes among
+    ``procs`` processes (concurrent ping-pong pairs), by least squares on relative errors.
+
+    Given R the model is linear in a, b, c >= 0 (:func:`nonnegative_lstsq`); R is chosen by a
+    grid over log R, from a tenth of the largest measured load p m / gs(m) to 10^6 times it,
+    refined by a bounded scalar search (scipy) around the best grid point.  When no load reaches
+    R, the data cannot tell R apart from anything larger, and the upper end is kept.  With a
+    single process count, a is 0."""
+    p = np.asarray(procs, dtype=np.float64)
+    m = np.asarray(sizes, dtype=np.float64)
+    y = np.asarray(latency, dtype=np.float64)
+    gsm = np.array([gs(v) for v in m])
+    load = np.where((m > 0) & (gsm > 0), p * m / np.where(gsm > 0, gsm, 1.0), 0.0)
+    peak = float(load.max(initial=0.0)) or 1.0
+    vary_p = np.unique(p).size > 1
+
+    def solve(log_r: float) -> tuple[np.ndarray, np.ndarray]:
+        columns = [p] if vary_p else []
+        coef, res = nonnegative_lstsq([*columns, np.ones_like(m), m * np.maximum(1.0, load / 10.0 ** log_r)], y)
+        return (coef if vary_p else np.concatenate([[0.0], coef])), res
+
+    def cost(log_r: float) -> float:
+        return float(np.sum((solve(log_r)[1] / np.where(y != 0, y, 1.0)) ** 2))
+
+    grid = np.linspace(np.log10(peak / 10), np.log10(peak * 1e6), 71)
+    costs = np.array([cost(v) for v in grid])
+    k = len(grid) - 1 - int(np.argmin(costs[::-1]))  # on a tie (no load reached R) keep the largest R
+    best = grid[k]
+    found = scipy.optimize.minimize_scalar(cost, bounds=(grid[max(k - 1, 0)], grid[min(k + 1, len(grid) - 1)]),
+                                           method="bounded", options={"xatol": 1e-6})
+    if found.fun < costs[k]:
+        best = found.x
+    (a, b, c), res = solve(best)
+    return ClusterLatency(per_proc=a, base=b, per_byte=c, saturation=10.0 ** best), res
+
+
+def group_levels(latency: Array, factor: float = 2.0) -> list[tuple[float, list[list[int]]]]:
+    """Ranks grouped into levels by latency (paper 004 section 3.3's automatic grouping).
+
+    The rule: sort the distinct off-diagonal latencies (of the symmetrised matrix, max of both
+    directions); wherever one exceeds the previous by more than ``factor``, a new level starts.
+    Level k's threshold is the largest latency below the k-th such jump; its groups are the
+    connected components of the graph joining ranks whose latency is at most the threshold.
+    Returns ``[(threshold s, groups), ...]`` from the tightest level to the whole job.
+    """
+    import networkx as nx
+
+    lat = np.asarray(latency, dtype=np.float64)
+    n = lat.shape[0]
+    sym = np.maximum(lat, lat.T)
+    off = np.unique(sym[~np.eye(n, dtype=bool)]) if n > 1 else np.zeros(0)
+    thresholds = [float(a) for a, b in itertools.pairwise(off) if b > factor * max(a, 0.0)]
+    if off.size:
+        thresholds.append(float(off[-1]))
+    levels = []
+    for t in thresholds:
+        graph = nx.Graph()
+        graph.add_nodes_from(range(n))
+        graph.add_edges_from((i, j) for i in range(n) for j in range(i + 1, n) if sym[i, j] <= t)
+        levels.append((t, sorted(sorted(c) for c in nx.connected_components(graph))))
+    return levels

@@ -1,0 +1,267 @@
+"""Measurement kernels under MPI (mpi4py): each is collective over the communicator, returns its
+raw samples (seconds, or bytes per second) on rank 0 and None elsewhere.
+
+Ranks that take no part in a measurement wait in a non-blocking barrier, polled with short
+sleeps (:meth:`Meter.rest`), so that on an oversubscribed machine the ranks measuring get the
+cores instead of sharing them with ranks spinning in MPI.  Every kernel ends with that barrier,
+so kernels never overlap.  Each kernel runs ``warmup`` unrecorded repetitions before its
+``reps`` recorded ones.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from mpi4py import MPI
+
+#: Seconds an idle rank sleeps between polls of the barrier.
+SLEEP = 2e-4
+TAG_DATA, TAG_PING, TAG_LOAD = 71, 72, 73
+
+
+def spin(seconds: float) -> None:
+    """Busy-wait ``seconds`` (the d of Netgauge's PRTT(n, d, s)): the CPU stays busy."""
+    end = MPI.Wtime() + seconds
+    while MPI.Wtime() < end:
+        pass
+
+
+@dataclass
+class Meter:
+    """The communicator, repetitions and scratch buffers the kernels share."""
+
+    comm: MPI.Comm
+    reps: int
+    warmup: int
+
+    def __post_init__(self) -> None:
+        self.me, self.procs = self.comm.Get_rank(), self.comm.Get_size()
+        self._send = np.zeros(0, dtype=np.uint8)
+        self._recv = np.zeros(0, dtype=np.uint8)
+
+    def buffers(self, size: int) -> tuple[np.ndarray, np.ndarray]:
+        """A send and a receive buffer of at least ``size`` bytes."""
+        if self._send.size < size:
+            self._send = np.arange(size, dtype=np.uint64).astype(np.uint8)
+            self._recv = np.zeros(size, dtype=np.uint8)
+        return self._send[:size], self._recv[:size]
+
+    def rest(self) -> None:
+        """Wait for every rank, sleeping between polls."""
+        req = self.comm.Ibarrier()
+        while not req.Test():
+            time.sleep(SLEEP)
+
+    def _rounds(self) -> range:
+        return range(self.warmup + self.reps)
+
+    def _to_root(self, samples: np.ndarray | None, owner: int) -> np.ndarray | None:
+        """Move ``samples`` held by rank ``owner`` to rank 0 (after the kernel's barrier)."""
+        if owner == 0:
+            return samples if self.me == 0 else None
+        if self.me == owner:
+            self.comm.send(samples, dest=0, tag=TAG_DATA)
+        elif self.me == 0:
+            return self.comm.recv(source=owner, tag=TAG_DATA)
+        return None
+
+    def prtt(self, n: int, delay: float, size: int, peer: int = 1, both: bool = False) -> np.ndarray | None:
+        """Netgauge's PRTT(n, d, s) between rank 0 and ``peer`` (see :mod:`colltune.probe.fit`):
+        rank 0 sends n messages of ``size`` bytes, busy-waiting ``delay`` s after each but the
+        last, and waits for one reply of ``size`` bytes.  With ``both``, each of the n steps and
+        the reply are simultaneous exchanges (MPI_Sendrecv) in both directions, which gives the
+        bidirectional parameters (paper 001 section III-B-1)."""
+        sbuf, rbuf = self.buffers(size)
+        out = np.empty(self.reps)
+        if self.me == 0:
+            for k in self._rounds():
+                t = MPI.Wtime()
+                for i in range(n):
+                    if both:
+                        self.comm.Sendrecv([sbuf, MPI.BYTE], peer, TAG_DATA, [rbuf, MPI.BYTE], peer, TAG_DATA)
+                    else:
+                        self.comm.Send([sbuf, MPI.BYTE], peer, TAG_DATA)
+                    if delay and i < n - 1:
+                        spin(delay)
+                if both:
+                    self.comm.Sendrecv([sbuf, MPI.BYTE], peer, TAG_DATA, [rbuf, MPI.BYTE], peer, TAG_DATA)
+                else:
+                    self.comm.Recv([rbuf, MPI.BYTE], peer, TAG_DATA)
+                if k >= self.warmup:
+                    out[k - self.warmup] = MPI.Wtime() - t
+        elif self.me == peer:
+            for _ in self._rounds():
+                if both:
+                    for _ in range(n + 1):
+                        self.comm.Sendrecv([sbuf, MPI.BYTE], 0, TAG_DATA, [rbuf, MPI.BYTE], 0, TAG_DATA)
+                    continue
+                for _ in range(n):
+                    self.comm.Recv([rbuf, MPI.BYTE], 0, TAG_DATA)
+                self.comm.Send([sbuf, MPI.BYTE], 0, TAG_DATA)
+        self.rest()
+        return out if self.me == 0 else None
+
+    def overheads(self, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """Per repetition: os, the time of rank 0's send call of ``size`` bytes; or, the time of
+        rank 1's receive call once the message has arrived; and the time of the probe
+        (MPI_Iprobe) that found it arrived.  Rank 1 acknowledges with an empty message."""
+        sbuf, rbuf = self.buffers(size)
+        send_t, recv_t, poll_t = np.empty(self.reps), np.empty(self.reps), np.empty(self.reps)
+        if self.me == 0:
+            for k in self._rounds():
+                t = MPI.Wtime()
+                self.comm.Send([sbuf, MPI.BYTE], 1, TAG_DATA)
+                if k >= self.warmup:
+                    send_t[k - self.warmup] = MPI.Wtime() - t
+                self.comm.Recv([rbuf[:0], MPI.BYTE], 1, TAG_DATA)
+        elif self.me == 1:
+            for k in self._rounds():
+                while True:
+                    t = MPI.Wtime()
+                    found = self.comm.Iprobe(0, TAG_DATA)
+                    poll = MPI.Wtime() - t
+                    if found:
+                        break
+                t = MPI.Wtime()
+                self.comm.Recv([rbuf, MPI.BYTE], 0, TAG_DATA)
+                if k >= self.warmup:
+                    recv_t[k - self.warmup] = MPI.Wtime() - t
+                    poll_t[k - self.warmup] = poll
+                self.comm.Send([sbuf[:0], MPI.BYTE], 0, TAG_DATA)
+        self.rest()
+        theirs = self._to_root((recv_t, poll_t) if self.me == 1 else None, 1)
+        self.rest()
+        if self.me != 0:
+            return None
+        assert theirs is not None
+        return send_t, theirs[0], theirs[1]
+
+    def converge(self, size: int, n: int) -> np.ndarray | None:
+        """Paper 000's receive gap gr: every other rank sends ``n`` messages of ``size`` bytes to
+        rank 0 at once; per repetition, the mean time between consecutive arrivals at rank 0
+        (first to last receive over the number of gaps)."""
+        sbuf, rbuf = self.buffers(size)
+        count = (self.procs - 1) * n
+        out = np.empty(self.reps)
+        for k in self._rounds():
+            self.comm.Barrier()
+            if self.me == 0:
+                stamps = np.empty(count)
+                for i in range(count):
+                    self.comm.Recv([rbuf, MPI.BYTE], MPI.ANY_SOURCE, TAG_DATA)
+                    stamps[i] = MPI.Wtime()
+                if k >= self.warmup:
+                    out[k - self.warmup] = (stamps[-1] - stamps[0]) / max(count - 1, 1)
+            else:
+                for _ in range(n):
+                    self.comm.Send([sbuf, MPI.BYTE], 0, TAG_DATA)
+        self.rest()
+        return out if self.me == 0 else None
+
+    def pair_pingpongs(self, pairs: int, size: int) -> np.ndarray | None:
+        """Round trips of ``size`` bytes in ``pairs`` concurrent ping-pong pairs (0-1, 2-3, ...);
+        the samples of every pair, on rank 0."""
+        sbuf, rbuf = self.buffers(size)
+        mine = np.empty(self.reps)
+        me = self.me
+        if me < 2 * pairs:
+            peer = me ^ 1
+            for k in self._rounds():
+                t = MPI.Wtime()
+                if me % 2 == 0:
+                    self.comm.Send([sbuf, MPI.BYTE], peer, TAG_PING)
+                    self.comm.Recv([rbuf, MPI.BYTE], peer, TAG_PING)
+                else:
+                    self.comm.Recv([rbuf, MPI.BYTE], peer, TAG_PING)
+                    self.comm.Send([sbuf, MPI.BYTE], peer, TAG_PING)
+                if k >= self.warmup:
+                    mine[k - self.warmup] = MPI.Wtime() - t
+        self.rest()
+        every = self.comm.gather(mine if me < 2 * pairs and me % 2 == 0 else None, root=0)
+        return np.concatenate([s for s in every if s is not None]) if me == 0 else None
+
+    def tree_load(self, height: int, depth: int, size: int, bursts: int, pings: int,
+                  both: bool) -> tuple[np.ndarray, np.ndarray] | None:
+        """Paper 001 section III-C at height h: ranks k < 2^depth send ``bursts`` messages of
+        ``size`` bytes to k xor 2^(h-1) (only those with that bit clear, unless ``both``), while
+        rank 0 and rank 2^h - 1 exchange ``pings`` one-byte ping-pongs.  Per repetition: the total
+        bandwidth (B/s) of the bursts (summed over the receivers, halved when ``both`` so that it
+        counts one direction), and the median one-way latency (half a round trip, s) under load."""
+        me, bit = self.me, 1 << (height - 1)
+        far = (1 << height) - 1
+        taking_part = me < (1 << depth)
+        sbuf, _ = self.buffers(size)
+        rbuf = np.empty(size * bursts, dtype=np.uint8) if taking_part else np.zeros(0, dtype=np.uint8)
+        pong = np.zeros(1, dtype=np.uint8)
+        totals, latency = np.empty(self.reps), np.empty(self.reps)
+        for k in self._rounds():
+            self.rest()
+            rate, lat = 0.0, 0.0
+            if taking_part:
+                partner = me ^ bit
+                sends = both or not me & bit
+                receives = both or bool(me & bit)
+                t = MPI.Wtime()
+                reqs = [self.comm.Isend([sbuf, MPI.BYTE], partner, TAG_LOAD) for _ in range(bursts)] if sends else []
+                recvs = [self.comm.Irecv([rbuf[i * size:(i + 1) * size], MPI.BYTE], partner, TAG_LOAD)
+                         for i in range(bursts)] if receives else []
+                if me in (0, far):
+                    rtts = np.empty(pings)
+                    for i in range(pings):
+                        p0 = MPI.Wtime()
+                        if me == 0:
+                            self.comm.Send([pong, MPI.BYTE], far, TAG_PING)
+                            self.comm.Recv([pong, MPI.BYTE], far, TAG_PING)
+                        else:
+                            self.comm.Recv([pong, MPI.BYTE], 0, TAG_PING)
+                            self.comm.Send([pong, MPI.BYTE], 0, TAG_PING)
+                        rtts[i] = MPI.Wtime() - p0
+                    lat = float(np.median(rtts)) / 2
+                MPI.Request.Waitall(recvs)
+                if receives:
+                    rate = size * bursts / (MPI.Wtime() - t)
+                MPI.Request.Waitall(reqs)
+            self.rest()
+            rates = self.comm.gather(rate, root=0)
+            if me == 0 and k >= self.warmup:
+                totals[k - self.warmup] = sum(rates) / (2 if both else 1)
+                latency[k - self.warmup] = lat
+        self.rest()
+        return (totals, latency) if me == 0 else None
+
+    def all_pairs(self, size: int = 1) -> dict[tuple[int, int], np.ndarray] | None:
+        """Round trips of ``size`` bytes between every pair of ranks, in P-1 (or P) rounds of
+        disjoint pairs that measure concurrently (the circle method of round-robin tournaments);
+        on rank 0, the samples of each pair (i, j), i < j."""
+        P, me = self.procs, self.me
+        slots = P + P % 2  # an odd P gets a bye each round
+        sbuf, rbuf = self.buffers(size)
+        found: dict[tuple[int, int], np.ndarray] = {}
+        for rnd in range(slots - 1):
+            ring = [0] + [1 + (i + rnd) % (slots - 1) for i in range(slots - 1)]
+            partner = {}
+            for i in range(slots // 2):
+                a, b = ring[i], ring[slots - 1 - i]
+                partner[a], partner[b] = b, a
+            peer = partner[me]
+            if peer < P:
+                samples = np.empty(self.reps)
+                for k in self._rounds():
+                    t = MPI.Wtime()
+                    if me < peer:
+                        self.comm.Send([sbuf, MPI.BYTE], peer, TAG_PING)
+                        self.comm.Recv([rbuf, MPI.BYTE], peer, TAG_PING)
+                    else:
+                        self.comm.Recv([rbuf, MPI.BYTE], peer, TAG_PING)
+                        self.comm.Send([sbuf, MPI.BYTE], peer, TAG_PING)
+                    if k >= self.warmup:
+                        samples[k - self.warmup] = MPI.Wtime() - t
+                if me < peer:
+                    found[(me, peer)] = samples
+            self.rest()
+        every = self.comm.gather(found, root=0)
+        if me != 0:
+            return None
+        return {pair: s for part in every for pair, s in part.items()}

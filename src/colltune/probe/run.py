@@ -1,0 +1,292 @@
+"""``colltune probe``: measure every model's parameters inside the running MPI job and build a
+:class:`~colltune.profiles.Profile` (on rank 0).
+
+What is measured, and how (kernels in :mod:`colltune.probe.measure`, fits in
+:mod:`colltune.probe.fit`):
+
+- round trips RTT(s) and Netgauge's PRTT(n, 0, s) and PRTT(n, d, s) between ranks 0 and 1 over
+  the message sizes, which give Hockney (least squares of RTT/2), LogGP and LogP (Netgauge's
+  method) and pLogP (the fast method of Kielmann et al.: g(0) from the rate of zero-byte sends,
+  L from RTT(0) = 2(L + g(0)), g(m) = RTT(m)/2 - L), with os(m) and or(m) timed on the send and
+  receive calls;
+- the same round trips with both ranks sending at once, for the bidirectional pLogP (paper 001
+  section III-B-1);
+- PlogPT's b(h) and d(h) for h = 1 .. floor(log2 P) by the xor-partner load of paper 001
+  section III-C, uni- and bidirectionally, and epsilon_S from their spread;
+- the latency between every pair of ranks (paper 004) and its grouping into levels;
+- paper 000's cluster parameters that software can measure, per packet size up to the MTU: Os
+  (the send call), gs (the PRTT gap), gr (all ranks sending to rank 0 at once), Or (the receive
+  call of an arrived message), Ur (the probe that finds it) and L(m, p) by regression over
+  concurrent ping-pong pairs (a ping-pong costs 2(Os + L + Or + Ur)).
+
+Every quantity is kept in the profile's ``measurements`` with its median, quartiles, repetitions
+and rejected outliers; every fit in ``fits`` with its residuals.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+from mpi4py import MPI
+
+from colltune import __version__
+from colltune.errors import ColltuneError
+from colltune.models.params import (
+    ClusterModel,
+    LatencyMatrix,
+    Linear,
+    LogP,
+    Piecewise,
+    PLogP,
+    PlogPT,
+    PLogPTable,
+    TreeLevels,
+    floor_log2,
+)
+from colltune.probe import fit
+from colltune.probe.measure import Meter
+from colltune.probe.stats import derived, series
+from colltune.profiles.format import Fit, Models, Profile, Provenance, Series
+
+KiB = 1024
+
+
+class ProbeError(ColltuneError):
+    """A probe that cannot run here (too few ranks, bad sizes); raised on every rank."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How much a probe measures: repetitions, sizes (bytes) and load."""
+
+    reps: int
+    warmup: int
+    sizes: tuple[int, ...]
+    packet_sizes: tuple[int, ...]
+    train: int  # n of PRTT(n, ., s), and messages per sender when converging on rank 0
+    tree_size: int
+    tree_bursts: int
+    pings: int
+
+
+PLANS = {
+    "quick": Plan(reps=7, warmup=3, sizes=(0, 1, 256, 4 * KiB, 64 * KiB), packet_sizes=(1, 16, 40, 512, 1500),
+                  train=8, tree_size=64 * KiB, tree_bursts=4, pings=5),
+    "default": Plan(reps=25, warmup=5, sizes=(0, *(2 ** k for k in range(21))),
+                    packet_sizes=(1, 8, 16, 24, 32, 40, 64, 128, 256, 512, 1024, 1500), train=16,
+                    tree_size=1024 * KiB, tree_bursts=8, pings=10),
+    "thorough": Plan(reps=50, warmup=5, sizes=(0, *(2 ** k for k in range(23))),
+                     packet_sizes=(1, 4, 8, 16, 24, 32, 40, 64, 128, 256, 384, 512, 768, 1024, 1280, 1500),
+                     train=32, tree_size=1024 * KiB, tree_bursts=8, pings=20),
+}
+
+Progress = Callable[[str], None]
+
+
+def _check_sizes(sizes: Sequence[int]) -> tuple[int, ...]:
+    if any(s < 0 for s in sizes):
+        raise ProbeError(f"--sizes: sizes must be >= 0 bytes, got {min(sizes)}")
+    out = sorted(set(sizes) | {0})  # the fast pLogP method needs RTT(0)
+    if len(out) < 2:
+        raise ProbeError("--sizes: give at least one size above 0 bytes (Hockney and LogGP fit a line)")
+    return tuple(out)
+
+
+def plan_for(mode: str, sizes: Sequence[int] | None = None) -> Plan:
+    """The plan of ``mode`` (quick, default, thorough), with ``sizes`` (bytes) if given."""
+    if mode not in PLANS:
+        raise ProbeError(f"unknown probe mode {mode!r}; valid: {', '.join(PLANS)}")
+    return PLANS[mode] if sizes is None else replace(PLANS[mode], sizes=_check_sizes(sizes))
+
+
+def _diff(long: Series, short: Series, n: int, extra: float | Sequence[float], name: str, method: str) -> Series:
+    """``(long - short) / (n-1) - extra`` point by point, with the spreads added."""
+    sub = np.asarray(extra, dtype=np.float64) * np.ones(len(long.x))
+    med = [(a.median - b.median) / (n - 1) - e for a, b, e in zip(long.points, short.points, sub, strict=True)]
+    half = [(a.iqr + b.iqr) / 2 / (n - 1) for a, b in zip(long.points, short.points, strict=True)]
+    reps = [min(a.reps, b.reps) for a, b in zip(long.points, short.points, strict=True)]
+    return derived(long.unit, long.x_name, long.x, med, half, reps, f"{name}: {method}")
+
+
+def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = None, name: str = "probe",
+          progress: Progress | None = None) -> Profile | None:
+    """Measure the network of ``comm`` (collective: call on every rank) and return the profile on
+    rank 0 (None elsewhere).  ``progress(description)`` is called on rank 0 before each step."""
+    P = comm.Get_size()
+    if P < 2:
+        raise ProbeError(f"colltune probe measures between ranks: run it on at least 2 (mpiexec -n 2 or more), "
+                         f"not {P}")
+    plan = plan_for(mode, sizes)
+    meter = Meter(comm, plan.reps, plan.warmup)
+    me = comm.Get_rank()
+
+    def step(what: str) -> None:
+        if me == 0 and progress is not None:
+            progress(what)
+
+    m: dict[str, Series] = {}
+    fits: dict[str, Fit] = {}
+    notes: list[str] = []
+    n = plan.train
+
+    def sweep(key: str, sizes: Sequence[int], unit: str, method: str, kernel) -> None:  # type: ignore[no-untyped-def]
+        samples = [kernel(s) for s in sizes]
+        if me == 0:
+            m[key] = series(unit, "bytes", sizes, samples, method)
+
+    # -- point to point, ranks 0 and 1 ---------------------------------------------------------
+    step("round trips between ranks 0 and 1")
+    meter.prtt(1, 0.0, max(plan.sizes))  # warm the path up before anything is recorded
+    sweep("rtt", plan.sizes, "s", "PRTT(1, 0, s): a message and its reply", lambda s: meter.prtt(1, 0.0, s))
+    step(f"send gaps (trains of {n} messages)")
+    sweep("prtt_train", plan.sizes, "s", f"PRTT({n}, 0, s)", lambda s: meter.prtt(n, 0.0, s))
+    # d(s) must exceed the gap g + (s-1)G for PRTT(n, d, s) to time o + (s-1)O + d
+    delays = comm.bcast([2 * max((b.median - a.median) / (n - 1), a.median / 2) for a, b in
+                         zip(m["rtt"].points, m["prtt_train"].points, strict=True)] if me == 0 else None)
+    step("send overheads (trains with busy waits)")
+    samples = [meter.prtt(n, d, s) for s, d in zip(plan.sizes, delays, strict=True)]
+    if me == 0:
+        m["prtt_delay"] = series("s", "bytes", plan.sizes, samples, f"PRTT({n}, d, s), d(s) = 2 max(gap, RTT/2)")
+    step("send and receive call times")
+    calls = [meter.overheads(s) for s in plan.sizes]
+    step("bidirectional round trips")
+    sweep("rtt_bi", plan.sizes, "s", "PRTT(1, 0, s) with both ranks sending", lambda s: meter.prtt(1, 0.0, s, both=True))
+    sweep("prtt_train_bi", plan.sizes, "s", f"PRTT({n}, 0, s) with both ranks sending",
+          lambda s: meter.prtt(n, 0.0, s, both=True))
+
+    # -- PlogPT's tree --------------------------------------------------------------------------
+    depth = floor_log2(P)
+    tree: dict[bool, list] = {False: [], True: []}
+    for both in (False, True):
+        for h in range(1, depth + 1):
+            step(f"tree load at height {h}{' (bidirectional)' if both else ''}")
+            tree[both].append(meter.tree_load(h, depth, plan.tree_size, plan.tree_bursts, plan.pings, both))
+    step("idle latency across the tree")
+    idle = [meter.prtt(1, 0.0, 1, peer=(1 << h) - 1) for h in range(1, depth + 1)]
+
+    # -- all pairs ------------------------------------------------------------------------------
+    step("latency between every pair of ranks")
+    pairs = meter.all_pairs()
+
+    # -- paper 000's cluster model ----------------------------------------------------------------
+    step("cluster model: send and receive calls per packet")
+    packet_calls = [meter.overheads(s) for s in plan.packet_sizes]
+    step("cluster model: send gaps per packet")
+    sweep("packet_rtt", plan.packet_sizes, "s", "PRTT(1, 0, s)", lambda s: meter.prtt(1, 0.0, s))
+    sweep("packet_train", plan.packet_sizes, "s", f"PRTT({n}, 0, s)", lambda s: meter.prtt(n, 0.0, s))
+    step("cluster model: every rank sending to rank 0")
+    sweep("receive_gap", plan.packet_sizes, "s", f"gr: {P - 1} ranks send {n} packets each to rank 0 at once; "
+          "mean time between arrivals", lambda s: meter.converge(s, n))
+    transfers = {}
+    for k in range(1, P // 2 + 1):
+        step(f"cluster model: {k} concurrent ping-pong pair{'s' if k > 1 else ''}")
+        transfers[2 * k] = [meter.pair_pingpongs(k, s) for s in plan.packet_sizes]
+    hosts = comm.gather(MPI.Get_processor_name(), root=0)
+    if me != 0:
+        return None
+
+    # -- rank 0: summaries and fits -------------------------------------------------------------
+    step("fitting the models")
+    sz = plan.sizes
+    m["send_call"] = series("s", "bytes", sz, [c[0] for c in calls], "os(m): time of MPI_Send (rank 0)")
+    m["recv_call"] = series("s", "bytes", sz, [c[1] for c in calls], "or(m): time of MPI_Recv of an arrived message")
+    m["gap"] = _diff(m["prtt_train"], m["rtt"], n, 0.0, "gap", "(PRTT(n, 0, s) - PRTT(1, 0, s)) / (n-1)")
+    m["overhead"] = _diff(m["prtt_delay"], m["rtt"], n, delays, "overhead",
+                          "(PRTT(n, d, s) - PRTT(1, 0, s)) / (n-1) - d(s)")
+    m["gap_bi"] = _diff(m["prtt_train_bi"], m["rtt_bi"], n, 0.0, "bidirectional gap", "(PRTT(n) - PRTT(1)) / (n-1)")
+    rtt, gap = np.array(m["rtt"].medians), np.array(m["gap"].medians)
+    hockney, fits["hockney"] = fit.fit_hockney(sz, rtt / 2)
+    loggp, fits["loggp"] = fit.fit_loggp(sz, rtt, gap, m["overhead"].medians)
+    notes.append("loggp: the rendezvous threshold S is not measured; the default 65536 B is kept")
+    L, g, fits["plogp"] = fit.fit_plogp(sz, rtt, float(gap[0]), gap)
+    L_bi, g_bi, fits["plogp_bidirectional"] = fit.fit_plogp(sz, m["rtt_bi"].medians, m["gap_bi"].medians[0],
+                                                            m["gap_bi"].medians)
+    for tag, fn in (("", g), ("_bi", g_bi)):
+        round_trip, train_gap = m[f"rtt{tag}"].points, m[f"gap{tag}"].points[0]
+        m[f"g{tag}"] = derived("s", "bytes", sz, fn.values, [train_gap.iqr / 2] + [p.iqr / 4 for p in round_trip[1:]],
+                               [p.reps for p in round_trip], "pLogP g(m): g(0) from the train, RTT(m)/2 - L above")
+    plogp = PLogP(L=L, unidirectional=fit.table(sz, g, m["send_call"].medians, m["recv_call"].medians),
+                  bidirectional=PLogPTable(g=g_bi))
+
+    heights = list(range(1, depth + 1))
+    levels: dict[bool, TreeLevels] = {}
+    spreads = {}
+    for both in (False, True):
+        tag = "_bi" if both else ""
+        m[f"tree_bandwidth{tag}"] = series("B/s", "height", heights, [t[0] for t in tree[both]],
+                                          "total rate of the bursts k -> k xor 2^(h-1)" + (", per direction" if both else ""))
+        m[f"tree_latency{tag}"] = series("s", "height", heights, [t[1] for t in tree[both]],
+                                        "one-way latency between ranks 0 and 2^h - 1 under that load")
+        if not both:
+            m["tree_latency_idle"] = series("s", "height", heights, [s / 2 for s in idle],
+                                            "one-way latency between ranks 0 and 2^h - 1 without load")
+        levels[both], fits[f"plogpt{tag}"] = fit.fit_tree(m[f"tree_bandwidth{tag}"].medians,
+                                                          m[f"tree_latency{tag}"].medians,
+                                                          m["tree_latency_idle"].medians, depth, both, MPI.Wtick())
+        scale = 2.0 ** np.array(heights) / 2 ** depth
+        spreads[both] = ([(p.q1 * s, p.q3 * s) for p, s in zip(m[f"tree_bandwidth{tag}"].points, scale, strict=True)],
+                         [(p.q1 - i.median, p.q3 - i.median) for p, i in
+                          zip(m[f"tree_latency{tag}"].points, m["tree_latency_idle"].points, strict=True)])
+    eps_s = fit.epsilon_s(*spreads[True])
+    plogpt = PlogPT(L=L_bi, g=g_bi, bidirectional=levels[True], unidirectional=levels[False], eps_s=eps_s)
+    notes.append(f"plogpt: tree of depth {depth} over ranks 0..{2 ** depth - 1}; epsilon_S = {eps_s:.3g} from the "
+                 "spread of the bidirectional b(h), d(h); epsilon_T is not measured (the RTO rule stays off)")
+
+    assert pairs is not None
+    keys = sorted(pairs)
+    m["pair_latency"] = series("s", "pair", range(len(keys)), [pairs[k] / 2 for k in keys],
+                               "one-way latency (half the round trip) of pairs " +
+                               ", ".join(f"{i}-{j}" for i, j in keys))
+    lat = np.zeros((P, P))
+    for (i, j), point in zip(keys, m["pair_latency"].points, strict=True):
+        lat[i, j] = lat[j, i] = point.median
+    names = tuple(f"{h}:{r}" for r, h in enumerate(hosts))
+    latency = LatencyMatrix(names=names, latency=tuple(tuple(float(v) for v in row) for row in lat))
+    for threshold, groups in fit.group_levels(lat):
+        notes.append(f"latency level up to {threshold:.3g} s: groups {groups}")
+
+    ps = plan.packet_sizes
+    m["packet_send_call"] = series("s", "bytes", ps, [c[0] for c in packet_calls], "Os: time of MPI_Send")
+    m["packet_recv_call"] = series("s", "bytes", ps, [c[1] for c in packet_calls], "Or: time of MPI_Recv, arrived")
+    m["packet_poll"] = series("s", "bytes", ps, [c[2] for c in packet_calls], "Ur: the MPI_Iprobe that finds it")
+    m["packet_gap"] = _diff(m["packet_train"], m["packet_rtt"], n, 0.0, "gs", "(PRTT(n, 0, s) - PRTT(1, 0, s)) / (n-1)")
+    costs = {}
+    for key, series_name in (("Os", "packet_send_call"), ("gs", "packet_gap"), ("gr", "receive_gap"),
+                             ("Or", "packet_recv_call")):
+        costs[key], res = fit.fit_piecewise(ps, m[series_name].medians)
+        fits[f"cluster_{key}"] = Fit(data=(series_name,), method="non-negative least squares per side of 40 B",
+                                     residuals=tuple(float(v) for v in res), rms=float(np.sqrt(np.mean(res ** 2))))
+    ur = max(float(np.median(m["packet_poll"].medians)), 0.0)
+    costs["Ur"] = Piecewise.same(Linear(intercept=ur))
+    procs_col, size_col, transfer = [], [], []
+    for p, samples in transfers.items():
+        key = f"transfer_p{p}"
+        m[key] = series("s", "bytes", ps, samples, f"round trips in {p // 2} concurrent ping-pong pairs")
+        for s, point in zip(ps, m[key].points, strict=True):
+            procs_col.append(p)
+            size_col.append(s)
+            transfer.append(point.median / 2 - costs["Os"](s) - costs["Or"](s) - ur)
+    cl, res = fit.fit_cluster_latency(procs_col, size_col, transfer, costs["gs"])
+    fits["cluster_L"] = Fit(data=tuple(f"transfer_p{p}" for p in transfers),
+                            method="L = RTT/2 - Os - Or - Ur, bounded least squares of a p + b + c m max(1, p m/(R gs))",
+                            residuals=tuple(float(v) for v in res), rms=float(np.sqrt(np.mean(res ** 2))))
+    cluster = ClusterModel(Os=costs["Os"], gs=costs["gs"], gr=costs["gr"], Or=costs["Or"], Ur=costs["Ur"], L=cl,
+                           BL=0, mtu=max(ps))
+    notes.append("cluster: BL (the switch buffer) is not measured and set to 0; Ts and the memory copy costs are "
+                 "not measured; Or is the receive call of an arrived message, since an MPI library without "
+                 "asynchronous progress handles a reception inside that call")
+    if P < 4:
+        notes.append("cluster: with fewer than 4 ranks L(m, p) is fitted at p = 2 only, so its a (per process) is 0")
+
+    when = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    provenance = Provenance(source=f"colltune probe --{mode}", date=when, colltune_version=__version__,
+                            mpi_library=MPI.Get_library_version().strip().splitlines()[0].strip(),
+                            hosts=tuple(hosts), procs=P, notes=tuple(notes))
+    models = Models(hockney=hockney, logp=LogP(L=loggp.L, o=loggp.o, g=loggp.g), loggp=loggp, plogp=plogp,
+                    cluster=cluster, plogpt=plogpt, latency=latency)
+    return Profile(name=name, description=f"measured by colltune probe ({mode}) on {P} ranks",
+                   default_model="plogp", provenance=provenance, models=models, measurements=m, fits=fits)
+

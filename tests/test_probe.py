@@ -1,0 +1,217 @@
+"""The probe's statistics and fits, fed synthetic measurements from known parameters plus noise
+(recovered within 2%); `colltune show`.  The measurements under mpiexec are in test_mpi.py."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from colltune.cli import main
+from colltune.models.cluster import TABLE1
+from colltune.models.params import LogGP
+from colltune.probe import (
+    epsilon_s,
+    fit_cluster_latency,
+    fit_hockney,
+    fit_loggp,
+    fit_piecewise,
+    fit_plogp,
+    fit_tree,
+    group_levels,
+    summarise,
+)
+from colltune.profiles import Profile, builtin, parse_profile
+
+SIZES = np.array([0, 1, 16, 256, 4096, 65536, 1 << 20])
+PACKETS = np.array([1, 8, 16, 32, 40, 64, 256, 512, 1024, 1500])
+NOISE = 0.005  # relative, Gaussian
+REPS = 15
+
+
+def measured(values, rng: np.random.Generator) -> np.ndarray:
+    """Medians of REPS noisy samples of each value, with an outlier (a descheduled rank, 5x) in
+    every sample set, as the probe sees them after summarise()."""
+    out = []
+    for v in np.atleast_1d(np.asarray(values, dtype=float)):
+        samples = v * (1 + NOISE * rng.standard_normal(REPS))
+        samples[0] = 5 * v
+        out.append(summarise(samples).median)
+    return np.array(out)
+
+
+def within(got: float, want: float, rel: float = 0.02) -> bool:
+    return abs(got - want) <= rel * abs(want)
+
+
+def test_tukey_rule_rejects_the_far_sample_and_keeps_the_rest():
+    s = summarise([10.0, 11.0, 10.5, 10.2, 10.8, 100.0])
+    assert s.rejected == 1 and s.reps == 5 and s.median == 10.5 and s.q1 <= s.median <= s.q3
+    assert summarise([3.0]).median == 3.0
+    with pytest.raises(ValueError, match="no samples"):
+        summarise([])
+
+
+@settings(max_examples=25, deadline=None)
+@given(alpha=st.floats(1e-6, 1e-4), bandwidth=st.floats(1e7, 1e10), seed=st.integers(0, 2 ** 32 - 1))
+def test_hockney_is_recovered(alpha, bandwidth, seed):
+    rng = np.random.default_rng(seed)
+    beta = 1 / bandwidth
+    params, fit = fit_hockney(SIZES, measured(alpha + beta * SIZES, rng))
+    assert within(params.alpha, alpha) and within(params.beta, beta)
+    assert len(fit.residuals) == len(SIZES) and fit.rms >= 0
+
+
+@settings(max_examples=25, deadline=None)
+@given(L=st.floats(1e-6, 5e-5), o=st.floats(5e-7, 5e-6), extra_g=st.floats(1e-7, 1e-5),
+       G=st.floats(1e-10, 1e-8), O_ratio=st.floats(0.05, 0.9), seed=st.integers(0, 2 ** 32 - 1))
+def test_loggp_is_recovered_from_parametrised_round_trips(L, o, extra_g, G, O_ratio, seed):
+    """PRTT(1, 0, s) = 2(2o + L + (s-1) max(O, G)); the train gap g + (s-1)G and overhead
+    o + (s-1)O from PRTT(n, 0, s) and PRTT(n, d, s) (module docstring of colltune.probe.fit)."""
+    rng = np.random.default_rng(seed)
+    truth = LogGP(L=L, o=o, g=o + extra_g, G=G, O=G * O_ratio)
+    s = SIZES[1:]
+    extra = s - 1
+    rtt = np.array([2 * truth.message(int(v)) for v in s])
+    n = 16
+    gap = truth.g + extra * truth.G
+    d = 2 * np.maximum(gap, rtt / 2)  # as colltune probe chooses it
+    train = rtt + (n - 1) * gap
+    delayed = rtt + (n - 1) * (truth.o + extra * truth.O + d)
+    rtt_m, train_m, delayed_m = measured(rtt, rng), measured(train, rng), measured(delayed, rng)
+    got, fit = fit_loggp(s, rtt_m, (train_m - rtt_m) / (n - 1), (delayed_m - rtt_m) / (n - 1) - d)
+    assert within(got.g, truth.g) and within(got.G, truth.G)
+    # o, O and L come from differences with the delay d; the noise they can carry scales with d
+    assert abs(got.o - truth.o) <= 0.02 * truth.o + 3 * NOISE * d[0]
+    assert abs(got.O - truth.O) <= 0.02 * truth.O + 6 * NOISE * truth.G
+    assert abs(got.L - truth.L) <= 0.02 * truth.L + 4 * abs(got.o - truth.o) + 2 * NOISE * rtt[0]
+    assert len(fit.residuals) == 3 * len(s)
+
+
+def test_loggp_is_recovered_within_2_percent_from_noisy_gaps_and_overheads():
+    rng = np.random.default_rng(1)
+    truth = LogGP(L=5e-6, o=1.5e-6, g=4e-6, G=2e-9, O=4e-10)
+    s = SIZES[1:]
+    rtt = np.array([2 * truth.message(int(v)) for v in s])
+    gap = measured((truth.g + (s - 1) * truth.G), rng)
+    over = measured((truth.o + (s - 1) * truth.O), rng)
+    got, _ = fit_loggp(s, measured(rtt, rng), gap, over)
+    for name in ("L", "o", "g", "G", "O"):
+        assert within(getattr(got, name), getattr(truth, name)), name
+
+
+@settings(max_examples=25, deadline=None)
+@given(L=st.floats(1e-6, 1e-4), g0=st.floats(1e-7, 1e-5), bandwidth=st.floats(1e7, 1e10),
+       seed=st.integers(0, 2 ** 32 - 1))
+def test_plogp_fast_method_recovers_L_and_g(L, g0, bandwidth, seed):
+    rng = np.random.default_rng(seed)
+    g = g0 + SIZES / bandwidth
+    rtt = measured(2 * (L + g), rng)
+    gap0 = measured([g0], rng)[0]
+    got_L, got_g, fit = fit_plogp(SIZES, rtt, gap0, measured(g, rng))
+    # L = RTT(0)/2 - g(0): its error is the noise of RTT(0) relative to L
+    assert abs(got_L - L) <= 0.02 * L + 2 * NOISE * (L + g0)
+    for m, want in zip(SIZES, g, strict=True):
+        assert abs(got_g(m) - want) <= 0.02 * want + 2 * NOISE * (L + want), m
+    assert len(fit.residuals) == len(SIZES)
+    with pytest.raises(ValueError, match="RTT\\(0\\)"):
+        fit_plogp(SIZES[1:], rtt[1:], gap0)
+
+
+@pytest.mark.parametrize("both", [False, True])
+def test_tree_levels_are_recovered(both):
+    rng = np.random.default_rng(7)
+    depth = 3
+    b = np.array([117e6, 230e6, 400e6])
+    d = np.array([5e-4, 9e-4, 9.1e-4])
+    idle = np.full(depth, 60e-6)
+    total = b * 2 ** depth / 2.0 ** np.arange(1, depth + 1)
+    loaded = idle + d * (2 if both else 1)
+    levels, fit = fit_tree(measured(total, rng), measured(loaded, rng), idle, depth, both, 1e-9)
+    assert all(within(x, y) for x, y in zip(levels.b, b, strict=True))
+    assert all(within(x, y, 0.05) for x, y in zip(levels.d, d, strict=True))
+    assert len(fit.residuals) == depth
+
+
+def test_tree_caps_b_at_twice_the_height_below_and_floors_d():
+    levels, fit = fit_tree([100.0, 1000.0], [1e-6, 1e-6], [2e-6, 2e-6], 2, False, 1e-9)
+    assert levels.b == (50.0, 100.0) and levels.d == (1e-9, 1e-9)
+    assert fit.residuals[1] == 900.0
+
+
+def test_epsilon_s_is_the_widest_squared_log_spread():
+    eps = epsilon_s([(100.0, 110.0), (200.0, 200.0)], [(1e-3, 1.2e-3), (0.0, 1e-3)])
+    assert eps == pytest.approx(np.log(1.1) ** 2 + np.log(1.2) ** 2)
+
+
+@pytest.mark.parametrize("name", ["Os", "gs", "gr", "Or"])
+def test_cluster_lines_of_table_1_are_recovered(name):
+    rng = np.random.default_rng(3)
+    truth = getattr(TABLE1, name)
+    cost, res = fit_piecewise(PACKETS, measured([truth(m) for m in PACKETS], rng))
+    for side in ("small", "large"):
+        want, got = getattr(truth, side), getattr(cost, side)
+        assert abs(got.intercept - want.intercept) <= 0.02 * want.intercept + 1e-9
+        span = truth.threshold if side == "small" else PACKETS.max()  # a flat line's slope: relative to its span
+        assert abs(got.slope - want.slope) <= 0.02 * want.slope + 0.02 * want.intercept / span
+    assert len(res) == len(PACKETS)
+
+
+def test_cluster_latency_of_table_1_is_recovered():
+    """L(m, p) from concurrent ping-pong pairs, p = 2..16, over packet sizes: a, b, c and the
+    saturation rate R of Table 1 (the largest loads saturate it)."""
+    rng = np.random.default_rng(5)
+    procs = np.repeat([2, 4, 8, 16], len(PACKETS))
+    sizes = np.tile(PACKETS, 4)
+    truth = np.array([TABLE1.latency(m, p) for p, m in zip(procs, sizes, strict=True)])
+    got, res = fit_cluster_latency(procs, sizes, measured(truth, rng), TABLE1.gs)
+    want = TABLE1.L
+    assert within(got.per_proc, want.per_proc) and within(got.base, want.base)
+    assert within(got.per_byte, want.per_byte) and within(got.saturation, want.saturation)
+    assert len(res) == len(sizes)
+
+
+def test_levels_split_sites_by_a_latency_jump():
+    lan, wan = 1e-5, 2e-2
+    lat = np.full((6, 6), wan)
+    for group in ([0, 1, 2], [3, 4, 5]):
+        for i in group:
+            for j in group:
+                lat[i, j] = lan * (1 + 0.1 * (i + j) / 10)
+    np.fill_diagonal(lat, 0)
+    levels = group_levels(lat)
+    assert [groups for _, groups in levels] == [[[0, 1, 2], [3, 4, 5]], [[0, 1, 2, 3, 4, 5]]]
+    assert levels[-1][0] == wan
+
+
+def test_profile_keeps_measurements_and_fits():
+    base = json.loads(builtin("ethernet-10g-tcp").to_json())
+    base["measurements"] = {"rtt": {"unit": "s", "x_name": "bytes", "x": [0, 1],
+                                    "points": [{"median": 1e-5, "q1": 9e-6, "q3": 1.1e-5, "reps": 9, "rejected": 1},
+                                               {"median": 1.1e-5, "q1": 1e-5, "q3": 1.2e-5, "reps": 10}]}}
+    base["fits"] = {"hockney": {"data": ["rtt"], "method": "least squares", "residuals": [1e-7, -1e-7], "rms": 1e-7}}
+    profile = parse_profile(base, "x.json")
+    assert profile.measurements["rtt"].points[0].iqr == pytest.approx(2e-6)
+    assert Profile.model_validate_json(profile.to_json()) == profile
+    base["measurements"]["rtt"]["x"] = [0]
+    with pytest.raises(ValueError, match="measurements.rtt"):
+        parse_profile(base, "x.json")
+
+
+def test_show_prints_models_and_draws_the_figure(tmp_path):
+    png = tmp_path / "p.png"
+    out = CliRunner().invoke(main, ["show", "builtin:paper001-gige", "--plot", str(png)])
+    assert out.exit_code == 0, out.output
+    assert "plogpt" in out.output and "bidirectional.b" in out.output and "figure written" in out.output
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_show_rejects_a_bad_profile(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    out = CliRunner().invoke(main, ["show", str(bad)])
+    assert out.exit_code != 0 and "not valid JSON" in out.output
