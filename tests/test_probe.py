@@ -215,3 +215,14 @@ def test_show_rejects_a_bad_profile(tmp_path):
     bad.write_text("{")
     out = CliRunner().invoke(main, ["show", str(bad)])
     assert out.exit_code != 0 and "not valid JSON" in out.output
+
+
+def test_plans_add_size_0_and_reject_what_cannot_be_fitted():
+    from colltune.probe.run import PLANS, ProbeError, plan_for
+
+    assert plan_for("quick", [4096, 1]).sizes == (0, 1, 4096)
+    assert plan_for("default") is PLANS["default"]
+    with pytest.raises(ProbeError, match="at least one size above 0"):
+        plan_for("quick", [0])
+    with pytest.raises(ProbeError, match="unknown probe mode"):
+        plan_for("fast")

@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 from rich.console import Console
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from colltune import __version__
@@ -556,11 +556,12 @@ def probe_cmd(output: str, mode: str | None, sizes: str | None, name: str) -> No
     try:
         size_list = parse_size_list(sizes) if sizes else None
         if me == 0:
-            with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                          console=Console(stderr=True), transient=True) as bar:
+            with Progress(TextColumn("{task.description:<52}"), BarColumn(), MofNCompleteColumn(),
+                          TimeElapsedColumn(), console=Console(stderr=True), transient=True) as bar:
                 task = bar.add_task("starting", total=None)
                 profile = probe(comm, mode or "default", size_list, name,
-                                progress=lambda what: bar.update(task, description=what))
+                                progress=lambda what, done, total: bar.update(task, description=what,
+                                                                              completed=done, total=total))
         else:
             probe(comm, mode or "default", size_list, name)
     except ColltuneError as exc:

@@ -57,6 +57,17 @@ class Meter:
     def _rounds(self) -> range:
         return range(self.warmup + self.reps)
 
+    def _round_trip(self, peer: int, sbuf: np.ndarray, rbuf: np.ndarray, lead: bool) -> float:
+        """One ping-pong with ``peer`` (the leader sends first); its duration in s."""
+        t = MPI.Wtime()
+        if lead:
+            self.comm.Send([sbuf, MPI.BYTE], peer, TAG_PING)
+            self.comm.Recv([rbuf, MPI.BYTE], peer, TAG_PING)
+        else:
+            self.comm.Recv([rbuf, MPI.BYTE], peer, TAG_PING)
+            self.comm.Send([sbuf, MPI.BYTE], peer, TAG_PING)
+        return MPI.Wtime() - t
+
     def _to_root(self, samples: np.ndarray | None, owner: int) -> np.ndarray | None:
         """Move ``samples`` held by rank ``owner`` to rank 0 (after the kernel's barrier)."""
         if owner == 0:
@@ -167,17 +178,10 @@ class Meter:
         mine = np.empty(self.reps)
         me = self.me
         if me < 2 * pairs:
-            peer = me ^ 1
             for k in self._rounds():
-                t = MPI.Wtime()
-                if me % 2 == 0:
-                    self.comm.Send([sbuf, MPI.BYTE], peer, TAG_PING)
-                    self.comm.Recv([rbuf, MPI.BYTE], peer, TAG_PING)
-                else:
-                    self.comm.Recv([rbuf, MPI.BYTE], peer, TAG_PING)
-                    self.comm.Send([sbuf, MPI.BYTE], peer, TAG_PING)
+                took = self._round_trip(me ^ 1, sbuf, rbuf, me % 2 == 0)
                 if k >= self.warmup:
-                    mine[k - self.warmup] = MPI.Wtime() - t
+                    mine[k - self.warmup] = took
         self.rest()
         every = self.comm.gather(mine if me < 2 * pairs and me % 2 == 0 else None, root=0)
         return np.concatenate([s for s in every if s is not None]) if me == 0 else None
@@ -208,16 +212,7 @@ class Meter:
                 recvs = [self.comm.Irecv([rbuf[i * size:(i + 1) * size], MPI.BYTE], partner, TAG_LOAD)
                          for i in range(bursts)] if receives else []
                 if me in (0, far):
-                    rtts = np.empty(pings)
-                    for i in range(pings):
-                        p0 = MPI.Wtime()
-                        if me == 0:
-                            self.comm.Send([pong, MPI.BYTE], far, TAG_PING)
-                            self.comm.Recv([pong, MPI.BYTE], far, TAG_PING)
-                        else:
-                            self.comm.Recv([pong, MPI.BYTE], 0, TAG_PING)
-                            self.comm.Send([pong, MPI.BYTE], 0, TAG_PING)
-                        rtts[i] = MPI.Wtime() - p0
+                    rtts = [self._round_trip(far if me == 0 else 0, pong, pong, me == 0) for _ in range(pings)]
                     lat = float(np.median(rtts)) / 2
                 MPI.Request.Waitall(recvs)
                 if receives:
@@ -249,15 +244,9 @@ class Meter:
             if peer < P:
                 samples = np.empty(self.reps)
                 for k in self._rounds():
-                    t = MPI.Wtime()
-                    if me < peer:
-                        self.comm.Send([sbuf, MPI.BYTE], peer, TAG_PING)
-                        self.comm.Recv([rbuf, MPI.BYTE], peer, TAG_PING)
-                    else:
-                        self.comm.Recv([rbuf, MPI.BYTE], peer, TAG_PING)
-                        self.comm.Send([sbuf, MPI.BYTE], peer, TAG_PING)
+                    took = self._round_trip(peer, sbuf, rbuf, me < peer)
                     if k >= self.warmup:
-                        samples[k - self.warmup] = MPI.Wtime() - t
+                        samples[k - self.warmup] = took
                 if me < peer:
                     found[(me, peer)] = samples
             self.rest()

@@ -83,7 +83,8 @@ PLANS = {
                      train=32, tree_size=1024 * KiB, tree_bursts=8, pings=20),
 }
 
-Progress = Callable[[str], None]
+#: ``progress(description, steps done, steps in all)``, called on rank 0 as each step starts.
+Progress = Callable[[str, int, int], None]
 
 
 def _check_sizes(sizes: Sequence[int]) -> tuple[int, ...]:
@@ -114,7 +115,7 @@ def _diff(long: Series, short: Series, n: int, extra: float | Sequence[float], n
 def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = None, name: str = "probe",
           progress: Progress | None = None) -> Profile | None:
     """Measure the network of ``comm`` (collective: call on every rank) and return the profile on
-    rank 0 (None elsewhere).  ``progress(description)`` is called on rank 0 before each step."""
+    rank 0 (None elsewhere).  ``progress`` (rank 0 only) hears what is measured as it starts."""
     P = comm.Get_size()
     if P < 2:
         raise ProbeError(f"colltune probe measures between ranks: run it on at least 2 (mpiexec -n 2 or more), "
@@ -123,9 +124,14 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
     meter = Meter(comm, plan.reps, plan.warmup)
     me = comm.Get_rank()
 
+    depth = floor_log2(P)
+    total = 11 + 2 * depth + P // 2  # the step() calls below
+    steps = iter(range(total))
+
     def step(what: str) -> None:
+        done = next(steps)
         if me == 0 and progress is not None:
-            progress(what)
+            progress(what, done, total)
 
     m: dict[str, Series] = {}
     fits: dict[str, Fit] = {}
@@ -158,7 +164,6 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
           lambda s: meter.prtt(n, 0.0, s, both=True))
 
     # -- PlogPT's tree --------------------------------------------------------------------------
-    depth = floor_log2(P)
     tree: dict[bool, list] = {False: [], True: []}
     for both in (False, True):
         for h in range(1, depth + 1):
