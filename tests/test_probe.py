@@ -83,11 +83,15 @@ def test_loggp_is_recovered_from_parametrised_round_trips(L, o, extra_g, G, O_ra
     train = rtt + (n - 1) * gap
     delayed = rtt + (n - 1) * (truth.o + extra * truth.O + d)
     rtt_m, train_m, delayed_m = measured(rtt, rng), measured(train, rng), measured(delayed, rng)
-    got, fit = fit_loggp(s, rtt_m, (train_m - rtt_m) / (n - 1), (delayed_m - rtt_m) / (n - 1) - d)
-    assert within(got.g, truth.g) and within(got.G, truth.G)
-    # o, O and L come from differences with the delay d; the noise they can carry scales with d
-    assert abs(got.o - truth.o) <= 0.02 * truth.o + 3 * NOISE * d[0]
-    assert abs(got.O - truth.O) <= 0.02 * truth.O + 6 * NOISE * truth.G
+    median_error = 1.25 * NOISE / np.sqrt(REPS - 1)  # relative standard error of a median
+    got, fit = fit_loggp(s, rtt_m, (train_m - rtt_m) / (n - 1), (delayed_m - rtt_m) / (n - 1) - d,
+                         sigma_gap=median_error * (train + rtt) / (n - 1),
+                         sigma_overhead=median_error * (delayed + rtt) / (n - 1))
+    # each comes from a difference of round trips; the noise it carries scales with them
+    assert abs(got.g - truth.g) <= 0.02 * truth.g + 4 * median_error * (train[0] + rtt[0]) / (n - 1)
+    assert within(got.G, truth.G)
+    assert abs(got.o - truth.o) <= 0.02 * truth.o + 4 * median_error * d[0] * n / (n - 1)
+    assert abs(got.O - truth.O) <= 0.02 * truth.O + 4 * median_error * d[-1] * n / (n - 1) / s[-1]
     assert abs(got.L - truth.L) <= 0.02 * truth.L + 4 * abs(got.o - truth.o) + 2 * NOISE * rtt[0]
     assert len(fit.residuals) == 3 * len(s)
 

@@ -43,13 +43,14 @@ def _fit(data: tuple[str, ...], method: str, residuals: np.ndarray) -> Fit:
                rms=float(np.sqrt(np.mean(r ** 2))) if r.size else 0.0)
 
 
-def nonnegative_lstsq(columns: Sequence[Array], y: Array) -> tuple[np.ndarray, np.ndarray]:
-    """Least squares ``y ~ sum_k c_k columns[k]`` with every c_k >= 0, on relative errors (each
-    row weighted by 1/|y|, since timings over decades of sizes have errors proportional to
-    themselves); returns (c, residuals y - fitted, in y's unit)."""
+def nonnegative_lstsq(columns: Sequence[Array], y: Array, sigma: Array | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Weighted least squares ``y ~ sum_k c_k columns[k]`` with every c_k >= 0; returns (c,
+    residuals y - fitted, in y's unit).  Row i is weighted by 1/sigma[i], the standard error of
+    y[i], when given; otherwise by 1/|y[i]| (relative errors: timings over decades of sizes have
+    errors roughly proportional to themselves)."""
     A = np.column_stack([np.asarray(c, dtype=np.float64) for c in columns])
     yy = np.asarray(y, dtype=np.float64)
-    scale = np.abs(yy)
+    scale = np.abs(yy) if sigma is None else np.asarray(sigma, dtype=np.float64)
     w = 1.0 / np.where(scale > 0, scale, max(float(scale.max(initial=0.0)), 1e-300))
     coef = scipy.optimize.lsq_linear(A * w[:, None], yy * w, bounds=(0, np.inf), method="bvls").x
     return coef, yy - A @ coef
@@ -62,15 +63,17 @@ def fit_hockney(sizes: Array, one_way: Array) -> tuple[Hockney, Fit]:
     return Hockney(alpha=alpha, beta=beta), _fit(("rtt",), "relative least squares of RTT(m)/2 on alpha + beta m", res)
 
 
-def fit_loggp(sizes: Array, rtt: Array, gap: Array, overhead: Array) -> tuple[LogGP, Fit]:
+def fit_loggp(sizes: Array, rtt: Array, gap: Array, overhead: Array, sigma_gap: Array | None = None,
+              sigma_overhead: Array | None = None) -> tuple[LogGP, Fit]:
     """LogGP(S) from Netgauge's method at ``sizes`` (B): ``rtt`` = PRTT(1, 0, s), ``gap`` =
     (PRTT(n, 0, s) - PRTT(1, 0, s)) / (n-1) and ``overhead`` = (PRTT(n, d, s) - PRTT(1, 0, s)) /
-    (n-1) - d, all in s.  g and G by least squares of gap on g + (s-1)G, o and O of overhead on
-    o + (s-1)O, and L = RTT(s0)/2 - 2o - (s0-1)G at the smallest size s0."""
+    (n-1) - d, all in s, with their standard errors ``sigma_*`` if known (the overhead's error
+    comes from d, not from itself).  g and G by weighted least squares of gap on g + (s-1)G, o
+    and O of overhead on o + (s-1)O, and L = RTT(s0)/2 - 2o - (s0-1)G at the smallest size s0."""
     s = np.asarray(sizes, dtype=np.float64)
     extra = np.maximum(s - 1, 0)
-    (g, G), res_gap = nonnegative_lstsq([np.ones_like(s), extra], gap)
-    (o, O), res_o = nonnegative_lstsq([np.ones_like(s), extra], overhead)
+    (g, G), res_gap = nonnegative_lstsq([np.ones_like(s), extra], gap, sigma_gap)
+    (o, O), res_o = nonnegative_lstsq([np.ones_like(s), extra], overhead, sigma_overhead)
     k = int(np.argmin(s))
     L = max(float(np.asarray(rtt)[k]) / 2 - 2 * o - extra[k] * max(G, O), 0.0)
     params = LogGP(L=L, o=o, g=g, G=G, O=O)

@@ -112,6 +112,12 @@ def _diff(long: Series, short: Series, n: int, extra: float | Sequence[float], n
     return derived(long.unit, long.x_name, long.x, med, half, reps, f"{name}: {method}")
 
 
+def _stderr(ser: Series) -> list[float]:
+    """Standard error of each median of ``ser``, from its IQR (IQR / 1.349 is sigma for normal
+    noise; the median's error is about 1.25 sigma / sqrt(reps)), floored at 1 ns."""
+    return [max(1.25 * p.iqr / 1.349 / max(p.reps, 1) ** 0.5, 1e-9) for p in ser.points]
+
+
 def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = None, name: str = "probe",
           progress: Progress | None = None) -> Profile | None:
     """Measure the network of ``comm`` (collective: call on every rank) and return the profile on
@@ -204,7 +210,8 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
     m["gap_bi"] = _diff(m["prtt_train_bi"], m["rtt_bi"], n, 0.0, "bidirectional gap", "(PRTT(n) - PRTT(1)) / (n-1)")
     rtt, gap = np.array(m["rtt"].medians), np.array(m["gap"].medians)
     hockney, fits["hockney"] = fit.fit_hockney(sz, rtt / 2)
-    loggp, fits["loggp"] = fit.fit_loggp(sz, rtt, gap, m["overhead"].medians)
+    loggp, fits["loggp"] = fit.fit_loggp(sz, rtt, gap, m["overhead"].medians, _stderr(m["gap"]),
+                                         _stderr(m["overhead"]))
     notes.append("loggp: the rendezvous threshold S is not measured; the default 65536 B is kept")
     L, g, fits["plogp"] = fit.fit_plogp(sz, rtt, float(gap[0]), gap)
     L_bi, g_bi, fits["plogp_bidirectional"] = fit.fit_plogp(sz, m["rtt_bi"].medians, m["gap_bi"].medians[0],
