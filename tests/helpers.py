@@ -90,3 +90,17 @@ def hockney_critical_path(s: Schedule, alpha: float, beta: float) -> float:
         if not progress:
             raise AssertionError("schedule deadlocks under the critical-path evaluation")
     return max(done.values(), default=0.0)
+
+
+def random_tree(procs: int, root: int, seed: int) -> tuple[tuple[int, int], ...]:
+    """A random spanning tree from ``root`` whose subtrees are in general not ranges of ranks:
+    each rank, in a shuffled order, hangs under a random rank already in the tree."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    others = [r for r in rng.permutation(procs).tolist() if r != root]
+    placed, edges = [root], []
+    for r in others:
+        edges.append((placed[int(rng.integers(len(placed)))], r))
+        placed.append(r)
+    return tuple(edges)

@@ -7,6 +7,7 @@ tested here without editing this file.
 from __future__ import annotations
 
 import pytest
+from helpers import random_tree
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -18,9 +19,11 @@ BCASTS = REGISTRY.select("bcast")
 SIZES = (0, 1, 2, 31, 1009, 65521, 100003)  # zero, one, primes, not divisible by P or segments
 
 
-def small_params(alg: Algorithm, size: int) -> dict[str, int]:
-    """Parameters that stress the algorithm at this size: uneven segments, odd radix, forced split."""
-    choice = {"segment_size": max(1, size // 7 + 3), "radix": 3, "min_split_size": 0}
+def small_params(alg: Algorithm, size: int, procs: int, root: int) -> dict[str, object]:
+    """Parameters that stress the algorithm at this size: uneven segments, odd radix, forced split,
+    a tree whose subtrees are not ranges of ranks."""
+    choice = {"segment_size": max(1, size // 7 + 3), "radix": 3, "min_split_size": 0,
+              "edges": random_tree(procs, root, size)}
     return {p.name: choice[p.name] for p in alg.params}
 
 
@@ -31,7 +34,7 @@ def test_verifies_for_every_p(alg: Algorithm, procs: int) -> None:
         for size in SIZES:
             verify(alg.schedule(procs, root, size))
             if alg.params:
-                verify(alg.schedule(procs, root, size, **small_params(alg, size)))
+                verify(alg.schedule(procs, root, size, **small_params(alg, size, procs, root)))
 
 
 @pytest.mark.parametrize("alg", BCASTS, ids=lambda a: a.name)
@@ -55,6 +58,8 @@ def test_verifies_random_instances(alg: Algorithm, data: st.DataObject) -> None:
             params[p.name] = data.draw(st.integers(2, 9), label=p.name)
         elif p.name == "min_split_size":
             params[p.name] = data.draw(st.integers(0, 4 * size + 1), label=p.name)
+        elif p.name == "edges":
+            params[p.name] = random_tree(procs, root, data.draw(st.integers(0, 2**32 - 1), label="tree seed"))
         else:
             raise AssertionError(f"no strategy for parameter {p.name}; add one here")
     verify(alg.schedule(procs, root, size, **params))

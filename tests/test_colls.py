@@ -9,7 +9,7 @@ without editing this file.
 from __future__ import annotations
 
 import pytest
-from helpers import rebuild
+from helpers import random_tree, rebuild
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -33,9 +33,11 @@ def sizes(alg: Algorithm) -> tuple[int, ...]:
     return (0,) if coll.synchronizes else VECTORS if coll.reduces else BLOCKS
 
 
-def variants(alg: Algorithm) -> list[dict]:
-    """Default parameters, plus settings that stress the algorithm: uneven segments, small windows."""
-    choice = {"segment_size": [5, 12], "window": [1, 3], "switch_buffer": [0], "max_outstanding": [1, 3]}
+def variants(alg: Algorithm, procs: int, root: int) -> list[dict]:
+    """Default parameters, plus settings that stress the algorithm: uneven segments, small windows,
+    trees whose subtrees are not ranges of ranks."""
+    choice = {"segment_size": [5, 12], "window": [1, 3], "switch_buffer": [0], "max_outstanding": [1, 3],
+              "edges": [random_tree(procs, root, 1), random_tree(procs, root, 2)]}
     return [{}] + [{p.name: v} for p in alg.params for v in choice[p.name]]
 
 
@@ -52,7 +54,7 @@ def test_verifies_for_every_p(alg: Algorithm, procs: int) -> None:
     for root in roots(alg, procs):
         for size in sizes(alg):
             for order in orders(alg):
-                for params in variants(alg):
+                for params in variants(alg, procs, root):
                     if procs > 20 and params and size:
                         continue  # parameter variants are covered at smaller P
                     verify(alg.schedule(procs, root, size, **order, **params))
@@ -80,6 +82,8 @@ def test_verifies_random_instances(alg: Algorithm, data: st.DataObject) -> None:
             kw[p.name] = data.draw(st.integers(1, procs + 1), label=p.name)
         elif p.name == "switch_buffer":
             kw[p.name] = data.draw(st.integers(0, 2 * procs * size + 1), label=p.name)
+        elif p.name == "edges":
+            kw[p.name] = random_tree(procs, root, data.draw(st.integers(0, 2**32 - 1), label="tree seed"))
         else:
             raise AssertionError(f"no strategy for parameter {p.name}; add one here")
     verify(alg.schedule(procs, root, size, **kw))
@@ -219,4 +223,5 @@ def test_commutative_only_algorithms_refuse_order() -> None:
     assert ring.needs_commutative
     with pytest.raises(ParameterError, match="needs a commutative operation"):
         ring.schedule(4, 0, 16, op="sum", dtype="int32", commutative=False)
-    assert [a.name for a in REGISTRY if a.needs_commutative] == ["ring"]
+    assert sorted((a.collective, a.name) for a in REGISTRY if a.needs_commutative) == [
+        ("allreduce", "ring"), ("reduce", "given_tree")]

@@ -6,7 +6,7 @@ is caught, so that passing verification is not vacuous.
 """
 
 import pytest
-from helpers import rebuild
+from helpers import random_tree, rebuild
 
 from colltune.algorithms import REGISTRY
 from colltune.collectives import Problem
@@ -153,12 +153,15 @@ def test_copy_moves_symbolic_data() -> None:
 BCASTS = REGISTRY.select("bcast")
 
 
-MUTATION_PARAMS = {"segment_size": 3, "min_split_size": 0, "radix": 3}
+MUTATION_PARAMS = {"segment_size": 3, "min_split_size": 0, "radix": 3, "edges": lambda root: random_tree(6, root, 3)}
 
 
 def _mutable_schedule(alg, root: int = 1):
     """A small schedule on which every op matters: short segments, split messages."""
-    params = {p.name: MUTATION_PARAMS[p.name] for p in alg.params}
+    params = {}
+    for p in alg.params:
+        value = MUTATION_PARAMS[p.name]
+        params[p.name] = value(root) if callable(value) else value
     return alg.schedule(6, root, 10, **params)
 
 

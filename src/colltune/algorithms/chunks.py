@@ -85,19 +85,3 @@ class ChunkTracker:
             recvs.append(r)
         return recvs
 
-
-def block_runs(procs: int, root: int, lo: int, hi: int) -> list[tuple[int, int, int]]:
-    """The blocks of relative ranks ``lo..hi-1`` as runs that are contiguous in absolute rank order.
-
-    Returns ``(absolute first rank, relative first rank, count)`` for each run: one run, or
-    two when the range wraps past absolute rank ``procs - 1``.  Used by the rooted
-    personalised collectives, whose root holds blocks in absolute rank order.
-    """
-    runs = []
-    rel = lo
-    while rel < hi:
-        first = (rel + root) % procs
-        count = min(hi - rel, procs - first)
-        runs.append((first, rel, count))
-        rel += count
-    return runs

@@ -7,10 +7,9 @@ its block of ``m`` bytes; the root's RECV buffer receives block ``r`` at ``r*m``
 
 from __future__ import annotations
 
-from colltune.algorithms.chunks import block_runs
 from colltune.algorithms.registry import Param, register
 from colltune.algorithms.tags import TAG_DATA, TAG_SIGNAL
-from colltune.algorithms.trees import Tree, binomial_tree
+from colltune.algorithms.trees import Tree, binomial_tree, transfer_runs
 from colltune.collectives import Problem
 from colltune.models.cluster import TABLE1, coordinated_window
 from colltune.schedule import Buf, Region, ScheduleBuilder
@@ -23,12 +22,13 @@ DEFAULT_SWITCH_BUFFER = TABLE1.BL * TABLE1.mtu
 
 
 def tree_gather(b: ScheduleBuilder, procs: int, root: int, m: int, tree: Tree, dest: Buf = Buf.RECV) -> None:
-    """Gather blocks of ``m`` bytes up ``tree`` (relative ranks; subtrees must be ranges ``[c, c + size)``).
+    """Gather blocks of ``m`` bytes up any ``tree`` (relative ranks).
 
     A leaf sends its SEND buffer to its parent; an inner rank stages its subtree's blocks in
-    SCRATCH (its own first, copied from SEND), then sends them on in one message.  The root
-    receives each child's range into ``dest`` at the blocks' absolute positions, split where
-    the range wraps past the last rank (the child then sends it in two messages).
+    SCRATCH in :meth:`Tree.layout` order (its own first, copied from SEND), then sends them on:
+    one message per run of blocks contiguous at both ends (:func:`transfer_runs`), so one when
+    subtrees are ranges of relative ranks.  The root receives into ``dest`` at the blocks'
+    absolute positions, a range that wraps past the last rank in two messages.
     """
     if m == 0:
         return
@@ -37,11 +37,11 @@ def tree_gather(b: ScheduleBuilder, procs: int, root: int, m: int, tree: Tree, d
     def rank(rel: int) -> int:
         return (rel + root) % procs
 
-    def runs(rel: int) -> list[tuple[int, int, int]]:
-        """``(absolute first, relative first, count)`` runs in which ``rel``'s subtree travels to its parent."""
-        if tree.parent[rel] == 0:
-            return block_runs(procs, root, rel, rel + size[rel])
-        return [(-1, rel, size[rel])]
+    def runs(child: int) -> list[tuple[int, int, int]]:
+        holder = tree.parent[child]
+        where = {d: i for i, d in enumerate(tree.layout(child))}
+        held = (lambda d: rank(d)) if holder == 0 else {d: i for i, d in enumerate(tree.layout(holder))}.__getitem__
+        return transfer_runs(tree.layout(child), where.__getitem__, held)
 
     for rel in reversed(tree.preorder):
         me = rank(rel)
@@ -49,7 +49,7 @@ def tree_gather(b: ScheduleBuilder, procs: int, root: int, m: int, tree: Tree, d
         if rel == 0:
             b.copy(me, Region(Buf.SEND, 0, m), Region(dest, me * m, m))
             for c in kids:
-                for first, _, count in runs(c):
+                for _, first, count in runs(c):
                     b.recv(me, rank(c), Region(dest, first * m, count * m), TAG_DATA)
             continue
         parent = rank(tree.parent[rel])
@@ -58,9 +58,10 @@ def tree_gather(b: ScheduleBuilder, procs: int, root: int, m: int, tree: Tree, d
             continue
         b.need_scratch(me, size[rel] * m)
         b.copy(me, Region(Buf.SEND, 0, m), Region(Buf.SCRATCH, 0, m))
-        got = [b.recv(me, rank(c), Region(Buf.SCRATCH, (c - rel) * m, size[c] * m), TAG_DATA) for c in kids]
-        for _, first_rel, count in runs(rel):
-            b.send(me, parent, Region(Buf.SCRATCH, (first_rel - rel) * m, count * m), TAG_DATA, requires=got)
+        got = [b.recv(me, rank(c), Region(Buf.SCRATCH, at * m, count * m), TAG_DATA)
+               for c in kids for _, at, count in runs(c)]
+        for first, _, count in runs(rel):
+            b.send(me, parent, Region(Buf.SCRATCH, first * m, count * m), TAG_DATA, requires=got)
 
 
 def _to_root(b: ScheduleBuilder, problem: Problem, order: list[int]) -> dict[int, int]:

@@ -22,7 +22,7 @@ from colltune.algorithms.bcast import DEFAULT_SEGMENT, tree_bcast
 from colltune.algorithms.chunks import segments
 from colltune.algorithms.registry import Param, register
 from colltune.algorithms.tags import TAG_DATA
-from colltune.algorithms.trees import binomial_tree
+from colltune.algorithms.trees import Tree, binomial_tree
 from colltune.collectives import Problem
 from colltune.schedule import Buf, Region, ScheduleBuilder
 
@@ -57,20 +57,18 @@ class _Reducer:
         return upper
 
 
-def binomial_reduce(b: ScheduleBuilder, problem: Problem, target: int) -> None:
-    """Binomial-tree reduction of every rank's SEND into ``target``'s RECV.
+def tree_reduce(b: ScheduleBuilder, problem: Problem, target: int, tree: Tree, top: int) -> None:
+    """Reduction of every rank's SEND up ``tree`` (relative ranks from ``top``) into ``target``'s RECV.
 
-    Relative rank r receives the partial results of its children r+1, r+2, r+4, ... (each into
-    its own slot) and combines them in that order, so its result covers the run r..r+size-1;
-    then it sends the result to its parent.  The tree is rooted at ``target`` for commutative
-    operations, else at rank 0, which then sends the result to ``target``.
+    A rank receives the partial results of its children (each into its own slot) and combines
+    them in relative rank order, then sends the result to its parent.  When the tree's top is
+    not ``target``, the top sends the result on to ``target``.  The order keeps rank order
+    only for trees whose subtrees are ranges of relative ranks from rank 0 (binomial from 0).
     """
     P, n = problem.procs, problem.size
     if n == 0:
         return
     red = _Reducer(b, problem)
-    top = target if problem.commutative else 0
-    tree = binomial_tree(P)
     own = Region(Buf.SEND, 0, n)
 
     def rank(rel: int) -> int:
@@ -95,6 +93,13 @@ def binomial_reduce(b: ScheduleBuilder, problem: Problem, target: int) -> None:
         else:
             b.send(me, target, acc, TAG_DATA)
             b.recv(target, me, Region(Buf.RECV, 0, n), TAG_DATA)
+
+
+def binomial_reduce(b: ScheduleBuilder, problem: Problem, target: int) -> None:
+    """Binomial-tree reduction of every rank's SEND into ``target``'s RECV (:func:`tree_reduce`):
+    relative rank r's result covers the run r..r+size-1.  The tree is rooted at ``target`` for
+    commutative operations, else at rank 0, which then sends the result to ``target``."""
+    tree_reduce(b, problem, target, binomial_tree(problem.procs), target if problem.commutative else 0)
 
 
 @register("reduce", "flat_tree", source="MPICH/Open MPI linear reduce", aliases=("linear", "flat"))

@@ -2,28 +2,27 @@
 
 Buffer convention (see :mod:`colltune.collectives`): the root's SEND buffer holds
 ``P`` blocks of ``m`` bytes in rank order; every rank's RECV buffer receives its
-block.  Trees are over relative ranks (root = 0); in the trees used here every
-subtree is a range of relative ranks, so a rank receives its whole subtree's
-blocks as one message (two where the range wraps past the last absolute rank
-in the root's buffer) into SCRATCH, keeps its own block and forwards the rest.
+block.  Trees are over relative ranks (root = 0); a rank receives its whole subtree's blocks
+into SCRATCH, keeps its own block and forwards the rest (see :func:`tree_scatter`).
 """
 
 from __future__ import annotations
 
-from colltune.algorithms.chunks import block_runs
 from colltune.algorithms.registry import register
 from colltune.algorithms.tags import TAG_DATA
-from colltune.algorithms.trees import Tree, binomial_tree, chain, flat_tree
+from colltune.algorithms.trees import Tree, binomial_tree, chain, flat_tree, transfer_runs
 from colltune.collectives import Problem
 from colltune.schedule import Buf, Region, ScheduleBuilder
 
 
-def _tree_scatter(b: ScheduleBuilder, problem: Problem, tree: Tree) -> None:
-    """Scatter down ``tree``, whose subtrees must be ranges of relative ranks ``[c, c + size)``.
+def tree_scatter(b: ScheduleBuilder, problem: Problem, tree: Tree) -> None:
+    """Scatter down any ``tree``.
 
     A rank whose subtree is only itself receives its block straight into RECV; an inner rank
-    receives its subtree's blocks into SCRATCH (its own first), copies its own to RECV and
-    forwards each child's range as soon as the data is in.
+    receives its subtree's blocks into SCRATCH in :meth:`Tree.layout` order (its own first),
+    copies its own to RECV and forwards each child's blocks as soon as they are in: one message
+    per run of blocks contiguous at both ends (:func:`transfer_runs`), so one per child when
+    subtrees are ranges of relative ranks, two at the root where a range wraps past the last rank.
     """
     P, root, m = problem.procs, problem.root, problem.size
     if m == 0:
@@ -32,6 +31,11 @@ def _tree_scatter(b: ScheduleBuilder, problem: Problem, tree: Tree) -> None:
 
     def rank(rel: int) -> int:
         return (rel + root) % P
+
+    def runs(holder: int, child: int) -> list[tuple[int, int, int]]:
+        where = {d: i for i, d in enumerate(tree.layout(child))}
+        held = (lambda d: rank(d)) if holder == 0 else {d: i for i, d in enumerate(tree.layout(holder))}.__getitem__
+        return transfer_runs(tree.layout(child), held, where.__getitem__)
 
     b.copy(root, Region(Buf.SEND, root * m, m), Region(Buf.RECV, 0, m))
     for rel in tree.preorder:
@@ -43,16 +47,13 @@ def _tree_scatter(b: ScheduleBuilder, problem: Problem, tree: Tree) -> None:
                 got = [b.recv(me, rank(parent), Region(Buf.RECV, 0, m), TAG_DATA)]
             else:
                 b.need_scratch(me, size[rel] * m)
-                got = [b.recv(me, rank(parent), Region(Buf.SCRATCH, (first_rel - rel) * m, count * m), TAG_DATA)
-                       for _, first_rel, count in block_runs(P, root, rel, rel + size[rel])]
+                got = [b.recv(me, rank(parent), Region(Buf.SCRATCH, dst * m, count * m), TAG_DATA)
+                       for _, dst, count in runs(parent, rel)]
                 b.copy(me, Region(Buf.SCRATCH, 0, m), Region(Buf.RECV, 0, m), requires=got)
         for c in tree.children[rel]:
-            for first, first_rel, count in block_runs(P, root, c, c + size[c]):
-                if parent < 0:
-                    src = Region(Buf.SEND, first * m, count * m)
-                else:
-                    src = Region(Buf.SCRATCH, (first_rel - rel) * m, count * m)
-                b.send(me, rank(c), src, TAG_DATA, requires=got)
+            for src, _, count in runs(rel, c):
+                b.send(me, rank(c), Region(Buf.SEND if parent < 0 else Buf.SCRATCH, src * m, count * m), TAG_DATA,
+                       requires=got)
 
 
 @register("scatter", "flat_tree", source="paper 003 Table 2 (Flat Tree)", aliases=("linear", "flat"))
@@ -61,7 +62,7 @@ def _scatter_flat(b: ScheduleBuilder, problem: Problem) -> None:
 
     One round of P-1 sends at the root; cost (P-1) g(m) + L.
     """
-    _tree_scatter(b, problem, flat_tree(problem.procs))
+    tree_scatter(b, problem, flat_tree(problem.procs))
 
 
 @register("scatter", "chain", source="paper 003 Table 2 (Chain)")
@@ -71,7 +72,7 @@ def _scatter_chain(b: ScheduleBuilder, problem: Problem) -> None:
 
     P-1 rounds with shrinking messages; cost sum_{j=1}^{P-1} g(j m) + (P-1) L.
     """
-    _tree_scatter(b, problem, chain(problem.procs))
+    tree_scatter(b, problem, chain(problem.procs))
 
 
 @register("scatter", "chain_pipelined", source="paper 003 Table 2 (Pipelined Chain)", aliases=("pipeline",))
@@ -109,4 +110,4 @@ def _scatter_binomial(b: ScheduleBuilder, problem: Problem) -> None:
 
     ceil(log2 P) rounds with halving messages; cost sum_{j=0}^{ceil(log2 P)-1} g(2^j m) + ceil(log2 P) L.
     """
-    _tree_scatter(b, problem, binomial_tree(problem.procs))
+    tree_scatter(b, problem, binomial_tree(problem.procs))

@@ -8,8 +8,11 @@ binomial tree, and the k-nomial tree that generalises the binomial one.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+
+from colltune.errors import ParameterError
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,21 @@ class Tree:
         return tuple(size)
 
     @cached_property
+    def position(self) -> tuple[int, ...]:
+        """Each relative rank's index in :attr:`preorder`."""
+        pos = [0] * self.procs
+        for i, rel in enumerate(self.preorder):
+            pos[rel] = i
+        return tuple(pos)
+
+    def layout(self, rel: int) -> tuple[int, ...]:
+        """The ranks of ``rel``'s subtree in the order a rooted personalised collective stages their
+        blocks at ``rel``: ``rel`` first, then the others by relative rank (for a tree whose
+        subtrees are ranges of relative ranks, simply ``rel .. rel + size - 1``)."""
+        start = self.position[rel]
+        return (rel, *sorted(self.preorder[start + 1:start + self.subtree_size[rel]]))
+
+    @cached_property
     def preorder(self) -> tuple[int, ...]:
         """Relative ranks, each parent before its children, children in send order."""
         out, stack = [], [0]
@@ -41,6 +59,44 @@ class Tree:
             out.append(rel)
             stack.extend(reversed(self.children[rel]))
         return tuple(out)
+
+
+def from_edges(procs: int, root: int, edges: Sequence[Sequence[int]]) -> Tree:
+    """The tree whose (parent, child) ``edges`` are in absolute ranks, as relative ranks from
+    ``root``; each parent sends to its children in the order their edges are listed.  Empty
+    ``edges`` give the flat tree.  Raises :class:`ParameterError` unless the edges form a spanning
+    tree of ranks 0..procs-1 rooted at ``root``."""
+    if not edges:
+        return flat_tree(procs)
+    if len(edges) != procs - 1:
+        raise ParameterError(f"a tree over {procs} ranks has {procs - 1} edges, not {len(edges)}")
+    children: list[list[int]] = [[] for _ in range(procs)]
+    seen_parent = [False] * procs
+    for edge in edges:
+        if len(edge) != 2 or not all(0 <= x < procs for x in edge):
+            raise ParameterError(f"edge {list(edge)} is not a pair of ranks 0..{procs - 1}")
+        parent, child = ((x - root) % procs for x in edge)
+        if child == 0 or seen_parent[child]:
+            raise ParameterError(f"edge {list(edge)}: rank {edge[1]} is the root or already has a parent")
+        seen_parent[child] = True
+        children[parent].append(child)
+    tree = _from_children(procs, children)
+    if len(tree.preorder) != procs:
+        raise ParameterError(f"the edges do not connect every rank to the root {root} (they contain a cycle)")
+    return tree
+
+
+def transfer_runs(members: Sequence[int], src: Callable[[int], int], dst: Callable[[int], int]) -> list[tuple[int, int, int]]:
+    """``members`` (in the receiver's staging order) as runs contiguous at both ends:
+    ``(src offset, dst offset, count)`` per message, offsets in blocks."""
+    runs: list[list[int]] = []
+    for d in members:
+        a, b = src(d), dst(d)
+        if runs and runs[-1][0] + runs[-1][2] == a and runs[-1][1] + runs[-1][2] == b:
+            runs[-1][2] += 1
+        else:
+            runs.append([a, b, 1])
+    return [(a, b, n) for a, b, n in runs]
 
 
 def _from_children(procs: int, children: list[list[int]]) -> Tree:
