@@ -89,6 +89,13 @@ def test_every_other_collective_matches_native(procs: int) -> None:
     assert f"colls_check: P={procs}" in res.stdout
 
 
+@pytest.mark.parametrize("procs", PROCS)
+def test_grid_trees_match_native(procs: int) -> None:
+    res = run_mpi("grid_check.py", procs, timeout=300)
+    assert res.returncode == 0, f"stdout:\n{res.stdout}\nstderr:\n{res.stderr[-4000:]}"
+    assert f"grid_check: P={procs}" in res.stdout
+
+
 # -- colltune probe ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("procs", (2, 4))

@@ -22,7 +22,6 @@ from colltune.probe import (
     fit_piecewise,
     fit_plogp,
     fit_tree,
-    group_levels,
     summarise,
 )
 from colltune.profiles import Profile, builtin, parse_profile
@@ -177,19 +176,6 @@ def test_cluster_latency_of_table_1_is_recovered():
     assert within(got.per_proc, want.per_proc) and within(got.base, want.base)
     assert within(got.per_byte, want.per_byte) and within(got.saturation, want.saturation)
     assert len(res) == len(sizes)
-
-
-def test_levels_split_sites_by_a_latency_jump():
-    lan, wan = 1e-5, 2e-2
-    lat = np.full((6, 6), wan)
-    for group in ([0, 1, 2], [3, 4, 5]):
-        for i in group:
-            for j in group:
-                lat[i, j] = lan * (1 + 0.1 * (i + j) / 10)
-    np.fill_diagonal(lat, 0)
-    levels = group_levels(lat)
-    assert [groups for _, groups in levels] == [[[0, 1, 2], [3, 4, 5]], [[0, 1, 2, 3, 4, 5]]]
-    assert levels[-1][0] == wan
 
 
 def test_profile_keeps_measurements_and_fits():

@@ -23,6 +23,7 @@ from colltune import __version__
 from colltune.algorithms import REGISTRY, Algorithm
 from colltune.collectives import COLLECTIVES, Problem
 from colltune.errors import ColltuneError, VerificationError
+from colltune.grid import BUILDERS, auto_partitions, compose, read_latency, simulated_time, tree_time
 from colltune.models import MODELS, ParamSet, Prediction, Unavailable, formulas, predict, predict_all
 from colltune.profiles import BUILTINS, Profile, builtin, load_profile, profile_schema, with_overrides, write_profile
 from colltune.report import plot_profile
@@ -100,13 +101,21 @@ def algorithms_cmd(collective: str | None, as_json: bool, markdown: bool) -> Non
     con.print(NATIVE_NOTE.replace("`", ""))
 
 
-def _parse_params(pairs: tuple[str, ...], option: str = "--param") -> dict[str, str]:
-    out = {}
+def _parse_params(pairs: tuple[str, ...], option: str = "--param") -> dict[str, Any]:
+    """``name=value`` pairs; a value in brackets is JSON (a list, such as a tree's edges)."""
+    out: dict[str, Any] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise click.BadParameter(f"{pair!r} is not of the form name=value", param_hint=option)
-        out[key.strip()] = value.strip()
+        value = value.strip()
+        if value.startswith("["):
+            try:
+                out[key.strip()] = json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise click.BadParameter(f"{pair!r}: not a JSON list: {exc.msg}", param_hint=option) from None
+            continue
+        out[key.strip()] = value
     return out
 
 
@@ -593,6 +602,98 @@ def _unwritable(output: str) -> str | None:
     except OSError as exc:
         return f"{output}: cannot write in {folder}: {exc.strerror}"
     return None
+
+
+UNIT_SCALE = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "abstract": 1.0}
+
+
+def _level_builders(spec: str | None, levels: int) -> list[str]:
+    """``--level-builders``, or paper 004's choice: HLOT at the top, flat in between, binomial at the bottom."""
+    if spec:
+        return [b.strip() for b in spec.split(",")]
+    if levels == 1:
+        return ["hlot"]
+    return ["hlot", *["flat"] * (levels - 2), "binomial"]
+
+
+def _partition(spec: str, names: tuple[str, ...]) -> list[list[int]]:
+    """``A,B;C,D``: groups of rank names (or numbers) separated by semicolons."""
+    index = {n: i for i, n in enumerate(names)}
+    groups = []
+    for part in spec.split(";"):
+        group = []
+        for token in (t.strip() for t in part.split(",") if t.strip()):
+            if token not in index and not (token.isdigit() and int(token) < len(names)):
+                raise click.BadParameter(f"{token!r} is not a rank name ({', '.join(names)}) or number",
+                                         param_hint="--groups")
+            group.append(index.get(token, int(token) if token.isdigit() else -1))
+        groups.append(group)
+    return groups
+
+
+@main.command("grid")
+@click.option("--latency", "latency_spec", required=True, metavar="FILE|builtin:NAME",
+              help="Latency matrix: CSV, JSON, or a profile with a latency model.")
+@click.option("--unit", type=click.Choice(list(UNIT_SCALE)), default=None,
+              help="Unit of the file's latencies [default: the profile's, else s].")
+@click.option("--root", "root_name", required=True, help="The root: a rank name from the matrix, or a number.")
+@click.option("--builder", type=click.Choice(["all", *BUILDERS]), default="all", show_default=True,
+              help="Tree builder, or all to compare them.")
+@click.option("--groups", "group_specs", multiple=True, metavar="auto|A,B;C,D",
+              help="Also compose a multi-level tree: one --groups per level from the top (groups of names "
+                   "separated by ';'), or auto to find the levels from the latencies.")
+@click.option("--level-builders", metavar="B1,B2,...",
+              help="Builder per level with --groups, top first [default: hlot, flat..., binomial].")
+@click.option("--size", "-s", default="1", show_default=True, help="Message size for the simulation, bytes.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def grid_cmd(latency_spec: str, unit: str | None, root_name: str, builder: str, group_specs: tuple[str, ...],
+             level_builders: str | None, size: str, as_json: bool) -> None:
+    """Build broadcast trees over a latency matrix (paper 004) and predict their time."""
+    try:
+        abstract = unit == "abstract" or (unit is None and latency_spec.startswith("builtin:")
+                                           and load_profile(latency_spec).time_unit == "abstract")
+        model = read_latency(latency_spec, UNIT_SCALE[unit or "s"])
+        names = model.names
+        if root_name in names:
+            root = names.index(root_name)
+        elif root_name.isdigit() and int(root_name) < len(names):
+            root = int(root_name)
+        else:
+            raise click.BadParameter(f"{root_name!r} is not one of {', '.join(names)}", param_hint="--root")
+        trees = {name: BUILDERS[name].build(model, root) for name in (BUILDERS if builder == "all" else [builder])}
+        if group_specs:
+            partitions = auto_partitions(model) if group_specs == ("auto",) else \
+                [_partition(g, names) for g in group_specs]
+            chosen = _level_builders(level_builders, len(partitions) + 1)
+            trees["multilevel:" + "/".join(chosen)] = compose(model, root, partitions, chosen)
+        nbytes = parse_bytes(size)
+        rows = [{"builder": name, "time": tree_time(model, edges, root, overheads=False),
+                 "time_with_overheads": tree_time(model, edges, root),
+                 "simulated": simulated_time(model, edges, root, nbytes),
+                 "edges": [[a, b] for a, b in edges],
+                 "edge_names": [f"{names[a]}->{names[b]}" for a, b in edges]} for name, edges in trees.items()]
+    except ColltuneError as exc:
+        raise click.UsageError(str(exc)) from None
+    if as_json:
+        click.echo(json.dumps({"latency": latency_spec, "root": names[root], "names": list(names),
+                               "time_unit": "abstract" if abstract else "s", "trees": rows}, indent=2))
+        return
+
+    def shown(t: float) -> str:
+        return f"{t:.6g}" if abstract else format_seconds(t)
+
+    table = Table(title=f"broadcast trees from {names[root]} over {latency_spec} "
+                        f"({'abstract units' if abstract else 'seconds'}; eq. 4 leaves out T_SO, T_G, T_RO)",
+                  title_justify="left")
+    for col in ("builder", "eq. 4", "eq. 1-2", "simulated", "edges"):
+        table.add_column(col, overflow="fold")
+    for r in sorted(rows, key=lambda r: r["time_with_overheads"]):
+        table.add_row(r["builder"], shown(r["time"]), shown(r["time_with_overheads"]), shown(r["simulated"]),
+                      ", ".join(r["edge_names"]))
+    con = _console()
+    con.print(table)
+    best = min(rows, key=lambda r: r["time_with_overheads"])
+    con.print(f"run it: --algorithm given_tree --root {root} --param 'edges={json.dumps(best['edges'])}'")
 
 
 def models_markdown() -> str:

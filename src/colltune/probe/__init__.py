@@ -15,9 +15,8 @@ from colltune.probe.fit import (
     fit_piecewise,
     fit_plogp,
     fit_tree,
-    group_levels,
 )
 from colltune.probe.stats import summarise
 
 __all__ = ["epsilon_s", "fit_cluster_latency", "fit_hockney", "fit_loggp", "fit_piecewise", "fit_plogp",
-           "fit_tree", "group_levels", "summarise"]
+           "fit_tree", "summarise"]

@@ -16,7 +16,6 @@ them:
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -212,30 +211,3 @@ def fit_cluster_latency(procs: Array, sizes: Array, latency: Array,
         best = found.x
     (a, b, c), res = solve(best)
     return ClusterLatency(per_proc=a, base=b, per_byte=c, saturation=10.0 ** best), res
-
-
-def group_levels(latency: Array, factor: float = 2.0) -> list[tuple[float, list[list[int]]]]:
-    """Ranks grouped into levels by latency (paper 004 section 3.3's automatic grouping).
-
-    The rule: sort the distinct off-diagonal latencies (of the symmetrised matrix, max of both
-    directions); wherever one exceeds the previous by more than ``factor``, a new level starts.
-    Level k's threshold is the largest latency below the k-th such jump; its groups are the
-    connected components of the graph joining ranks whose latency is at most the threshold.
-    Returns ``[(threshold s, groups), ...]`` from the tightest level to the whole job.
-    """
-    import networkx as nx
-
-    lat = np.asarray(latency, dtype=np.float64)
-    n = lat.shape[0]
-    sym = np.maximum(lat, lat.T)
-    off = np.unique(sym[~np.eye(n, dtype=bool)]) if n > 1 else np.zeros(0)
-    thresholds = [float(a) for a, b in itertools.pairwise(off) if b > factor * max(a, 0.0)]
-    if off.size:
-        thresholds.append(float(off[-1]))
-    levels = []
-    for t in thresholds:
-        graph = nx.Graph()
-        graph.add_nodes_from(range(n))
-        graph.add_edges_from((i, j) for i in range(n) for j in range(i + 1, n) if sym[i, j] <= t)
-        levels.append((t, sorted(sorted(c) for c in nx.connected_components(graph))))
-    return levels

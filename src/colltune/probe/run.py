@@ -34,6 +34,7 @@ from mpi4py import MPI
 
 from colltune import __version__
 from colltune.errors import ColltuneError
+from colltune.grid.levels import group_levels
 from colltune.models.params import (
     ClusterModel,
     LatencyMatrix,
@@ -257,7 +258,7 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
         lat[i, j] = lat[j, i] = point.median
     names = tuple(f"{h}:{r}" for r, h in enumerate(hosts))
     latency = LatencyMatrix(names=names, latency=tuple(tuple(float(v) for v in row) for row in lat))
-    for threshold, groups in fit.group_levels(lat):
+    for threshold, groups in group_levels(lat):
         notes.append(f"latency level up to {threshold:.3g} s: groups {groups}")
 
     ps = plan.packet_sizes
