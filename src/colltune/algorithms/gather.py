@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from colltune.algorithms.registry import Param, register
 from colltune.algorithms.tags import TAG_DATA, TAG_SIGNAL
-from colltune.algorithms.trees import Tree, binomial_tree, transfer_runs
+from colltune.algorithms.trees import Tree, binomial_tree
 from colltune.collectives import Problem
 from colltune.models.cluster import TABLE1, coordinated_window
 from colltune.schedule import Buf, Region, ScheduleBuilder
@@ -26,7 +26,7 @@ def tree_gather(b: ScheduleBuilder, procs: int, root: int, m: int, tree: Tree, d
 
     A leaf sends its SEND buffer to its parent; an inner rank stages its subtree's blocks in
     SCRATCH in :meth:`Tree.layout` order (its own first, copied from SEND), then sends them on:
-    one message per run of blocks contiguous at both ends (:func:`transfer_runs`), so one when
+    one message per run of blocks contiguous at both ends (:meth:`Tree.hop_runs`), so one when
     subtrees are ranges of relative ranks.  The root receives into ``dest`` at the blocks'
     absolute positions, a range that wraps past the last rank in two messages.
     """
@@ -37,19 +37,13 @@ def tree_gather(b: ScheduleBuilder, procs: int, root: int, m: int, tree: Tree, d
     def rank(rel: int) -> int:
         return (rel + root) % procs
 
-    def runs(child: int) -> list[tuple[int, int, int]]:
-        holder = tree.parent[child]
-        where = {d: i for i, d in enumerate(tree.layout(child))}
-        held = (lambda d: rank(d)) if holder == 0 else {d: i for i, d in enumerate(tree.layout(holder))}.__getitem__
-        return transfer_runs(tree.layout(child), where.__getitem__, held)
-
     for rel in reversed(tree.preorder):
         me = rank(rel)
         kids = tree.children[rel]
         if rel == 0:
             b.copy(me, Region(Buf.SEND, 0, m), Region(dest, me * m, m))
             for c in kids:
-                for _, first, count in runs(c):
+                for first, _, count in tree.hop_runs(c, root):
                     b.recv(me, rank(c), Region(dest, first * m, count * m), TAG_DATA)
             continue
         parent = rank(tree.parent[rel])
@@ -59,8 +53,8 @@ def tree_gather(b: ScheduleBuilder, procs: int, root: int, m: int, tree: Tree, d
         b.need_scratch(me, size[rel] * m)
         b.copy(me, Region(Buf.SEND, 0, m), Region(Buf.SCRATCH, 0, m))
         got = [b.recv(me, rank(c), Region(Buf.SCRATCH, at * m, count * m), TAG_DATA)
-               for c in kids for _, at, count in runs(c)]
-        for first, _, count in runs(rel):
+               for c in kids for at, _, count in tree.hop_runs(c, root)]
+        for _, first, count in tree.hop_runs(rel, root):
             b.send(me, parent, Region(Buf.SCRATCH, first * m, count * m), TAG_DATA, requires=got)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from colltune.algorithms.registry import register
 from colltune.algorithms.tags import TAG_DATA
-from colltune.algorithms.trees import Tree, binomial_tree, chain, flat_tree, transfer_runs
+from colltune.algorithms.trees import Tree, binomial_tree, chain, flat_tree
 from colltune.collectives import Problem
 from colltune.schedule import Buf, Region, ScheduleBuilder
 
@@ -21,7 +21,7 @@ def tree_scatter(b: ScheduleBuilder, problem: Problem, tree: Tree) -> None:
     A rank whose subtree is only itself receives its block straight into RECV; an inner rank
     receives its subtree's blocks into SCRATCH in :meth:`Tree.layout` order (its own first),
     copies its own to RECV and forwards each child's blocks as soon as they are in: one message
-    per run of blocks contiguous at both ends (:func:`transfer_runs`), so one per child when
+    per run of blocks contiguous at both ends (:meth:`Tree.hop_runs`), so one per child when
     subtrees are ranges of relative ranks, two at the root where a range wraps past the last rank.
     """
     P, root, m = problem.procs, problem.root, problem.size
@@ -31,11 +31,6 @@ def tree_scatter(b: ScheduleBuilder, problem: Problem, tree: Tree) -> None:
 
     def rank(rel: int) -> int:
         return (rel + root) % P
-
-    def runs(holder: int, child: int) -> list[tuple[int, int, int]]:
-        where = {d: i for i, d in enumerate(tree.layout(child))}
-        held = (lambda d: rank(d)) if holder == 0 else {d: i for i, d in enumerate(tree.layout(holder))}.__getitem__
-        return transfer_runs(tree.layout(child), held, where.__getitem__)
 
     b.copy(root, Region(Buf.SEND, root * m, m), Region(Buf.RECV, 0, m))
     for rel in tree.preorder:
@@ -48,10 +43,10 @@ def tree_scatter(b: ScheduleBuilder, problem: Problem, tree: Tree) -> None:
             else:
                 b.need_scratch(me, size[rel] * m)
                 got = [b.recv(me, rank(parent), Region(Buf.SCRATCH, dst * m, count * m), TAG_DATA)
-                       for _, dst, count in runs(parent, rel)]
+                       for _, dst, count in tree.hop_runs(rel, root)]
                 b.copy(me, Region(Buf.SCRATCH, 0, m), Region(Buf.RECV, 0, m), requires=got)
         for c in tree.children[rel]:
-            for src, _, count in runs(rel, c):
+            for src, _, count in tree.hop_runs(c, root):
                 b.send(me, rank(c), Region(Buf.SEND if parent < 0 else Buf.SCRATCH, src * m, count * m), TAG_DATA,
                        requires=got)
 

@@ -8,7 +8,7 @@ binomial tree, and the k-nomial tree that generalises the binomial one.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -50,6 +50,22 @@ class Tree:
         start = self.position[rel]
         return (rel, *sorted(self.preorder[start + 1:start + self.subtree_size[rel]]))
 
+    def hop_runs(self, child: int, root: int) -> list[tuple[int, int, int]]:
+        """The blocks of ``child``'s subtree on the hop between it and its parent, as
+        ``(parent offset, child offset, count)`` runs contiguous at both ends (one message each),
+        offsets in blocks: the child's :meth:`layout`, the parent's layout too, except at the top
+        (relative rank 0), which holds the blocks in absolute rank order ``(rel + root) % procs``."""
+        parent = self.parent[child]
+        theirs = {d: i for i, d in enumerate(self.layout(parent))} if parent else None
+        runs: list[list[int]] = []
+        for i, d in enumerate(self.layout(child)):
+            a = (d + root) % self.procs if theirs is None else theirs[d]
+            if runs and runs[-1][0] + runs[-1][2] == a and runs[-1][1] + runs[-1][2] == i:
+                runs[-1][2] += 1
+            else:
+                runs.append([a, i, 1])
+        return [(a, i, n) for a, i, n in runs]
+
     @cached_property
     def preorder(self) -> tuple[int, ...]:
         """Relative ranks, each parent before its children, children in send order."""
@@ -84,19 +100,6 @@ def from_edges(procs: int, root: int, edges: Sequence[Sequence[int]]) -> Tree:
     if len(tree.preorder) != procs:
         raise ParameterError(f"the edges do not connect every rank to the root {root} (they contain a cycle)")
     return tree
-
-
-def transfer_runs(members: Sequence[int], src: Callable[[int], int], dst: Callable[[int], int]) -> list[tuple[int, int, int]]:
-    """``members`` (in the receiver's staging order) as runs contiguous at both ends:
-    ``(src offset, dst offset, count)`` per message, offsets in blocks."""
-    runs: list[list[int]] = []
-    for d in members:
-        a, b = src(d), dst(d)
-        if runs and runs[-1][0] + runs[-1][2] == a and runs[-1][1] + runs[-1][2] == b:
-            runs[-1][2] += 1
-        else:
-            runs.append([a, b, 1])
-    return [(a, b, n) for a, b, n in runs]
 
 
 def _from_children(procs: int, children: list[list[int]]) -> Tree:
