@@ -738,6 +738,30 @@ def networks_markdown() -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def grid_markdown() -> str:
+    """The documentation of the grid tree builders (docs/grid.md is this text)."""
+    from colltune.grid import levels
+
+    lines = ["# Grid trees", "", "Generated from the tree builder registry by `colltune grid-doc`; do not edit by hand.",
+             "", ("`colltune grid --latency FILE --root NAME --builder NAME|all` builds these trees over a latency "
+                  "matrix (paper 004) and prints their edges and times; any tree runs as the `given_tree` broadcast, "
+                  "scatter, gather or reduce with `--param edges=[[parent,child],...]`."), "",
+             "| builder | source | summary |", "| --- | --- | --- |"]
+    lines += [f"| `{b.name}` | {b.source} | {b.summary} |" for b in BUILDERS.values()]
+    lines.append("")
+    for b in BUILDERS.values():
+        lines += [f"## {b.name}", "", inspect.cleandoc(b.doc), "", f"Source: {b.source}.", ""]
+    lines += ["## Levels (`--groups`)", "", inspect.cleandoc(levels.__doc__ or ""), "",
+              inspect.cleandoc(levels.group_levels.__doc__ or ""), "", inspect.cleandoc(levels.compose.__doc__ or ""), ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+@main.command("grid-doc", hidden=True)
+def grid_doc_cmd() -> None:
+    """Print docs/grid.md."""
+    click.echo(grid_markdown(), nl=False)
+
+
 @main.command("sim-doc", hidden=True)
 def sim_doc_cmd() -> None:
     """Print docs/simulator.md."""
