@@ -218,9 +218,11 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
     L_bi, g_bi, fits["plogp_bidirectional"] = fit.fit_plogp(sz, m["rtt_bi"].medians, m["gap_bi"].medians[0],
                                                             m["gap_bi"].medians)
     for tag, fn in (("", g), ("_bi", g_bi)):
-        round_trip, train_gap = m[f"rtt{tag}"].points, m[f"gap{tag}"].points[0]
-        m[f"g{tag}"] = derived("s", "bytes", sz, fn.values, [train_gap.iqr / 2] + [p.iqr / 4 for p in round_trip[1:]],
-                               [p.reps for p in round_trip], "pLogP g(m): g(0) from the train, RTT(m)/2 - L above")
+        # g(m) = RTT(m)/2 - RTT(0)/2 + g(0): the half-spreads of the three add up
+        round_trip, g0 = m[f"rtt{tag}"].points, m[f"gap{tag}"].points[0]
+        half = [g0.iqr / 2] + [(p.iqr + round_trip[0].iqr) / 4 + g0.iqr / 2 for p in round_trip[1:]]
+        m[f"g{tag}"] = derived("s", "bytes", sz, fn.values, half, [p.reps for p in round_trip],
+                               "pLogP g(m): g(0) from the train, RTT(m)/2 - L above")
     plogp = PLogP(L=L, unidirectional=fit.table(sz, g, m["send_call"].medians, m["recv_call"].medians),
                   bidirectional=PLogPTable(g=g_bi))
 
