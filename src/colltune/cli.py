@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import subprocess
 import sys
 import tempfile
 import traceback
@@ -19,17 +20,28 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from colltune import __version__
+from colltune import __version__, testbed
 from colltune.algorithms import REGISTRY, Algorithm
 from colltune.collectives import COLLECTIVES, Problem
 from colltune.errors import ColltuneError, VerificationError
 from colltune.grid import BUILDERS, auto_partitions, compose, read_latency, simulated_time, tree_time
 from colltune.models import MODELS, ParamSet, Prediction, Unavailable, formulas, predict, predict_all
+from colltune.models.params import TreeLevels
 from colltune.profiles import BUILTINS, Profile, builtin, load_profile, profile_schema, with_overrides, write_profile
 from colltune.report import plot_profile
 from colltune.schedule import REDUCTION_DTYPES, REDUCTION_OPS, Schedule
 from colltune.schedule import verify as verify_schedule
-from colltune.sim import NETWORKS, Topology, default_network, drops, read_topology, simulate, star
+from colltune.sim import (
+    NETWORKS,
+    Topology,
+    binary_tree,
+    default_network,
+    drops,
+    read_topology,
+    simulate,
+    star,
+    two_level,
+)
 from colltune.sim.goal import goal_lines, read_goal, write_goal
 from colltune.sim.trace import write_trace
 from colltune.units import format_seconds, parse_bytes, parse_int_list, parse_size_list
@@ -736,6 +748,106 @@ def networks_markdown() -> str:
     lines += ["## Finite switch buffers (`--buffer BYTES`, or `buffer` in a topology file)", "",
               inspect.cleandoc(drops.__doc__ or ""), ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _rate(text: str, option: str) -> float:
+    """``100Mbit``, ``1Gbit``, ``12.5MB`` (bytes per second) or a number of bytes per second."""
+    units = {"kbit": 1e3 / 8, "mbit": 1e6 / 8, "gbit": 1e9 / 8, "kb": 1e3, "mb": 1e6, "gb": 1e9, "b": 1.0}
+    t = text.strip().lower().removesuffix("/s").removesuffix("ps")
+    for unit, scale in units.items():
+        if t.endswith(unit):
+            number = t.removesuffix(unit)
+            break
+    else:
+        number, scale = t, 1.0
+    try:
+        value = float(number) * scale
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not a rate (e.g. 100Mbit, 1Gbit, 12.5MB)", param_hint=option) from None
+    if not value > 0:
+        raise click.BadParameter(f"{text!r}: a rate must be positive", param_hint=option)
+    return value
+
+
+@main.group("testbed")
+def testbed_group() -> None:
+    """An emulated cluster on this machine: namespaces, shaped links, switch trees (needs root)."""
+
+
+@testbed_group.command("up")
+@click.option("--hosts", "-n", "hosts", required=True, type=click.IntRange(min=1), help="Number of hosts.")
+@click.option("--topology", "shape", default="star", show_default=True, metavar="star|tree:K|binary|FILE",
+              help="One switch; leaf switches of K hosts under a core switch; a binary tree of switches; "
+                   "or a topology file.")
+@click.option("--link", default="1Gbit", show_default=True, help="Rate of each host link, e.g. 100Mbit.")
+@click.option("--uplink", "uplinks", multiple=True,
+              help="Rate of the switch uplinks, one per level from the bottom [default: non-blocking].")
+@click.option("--queue", default="128KiB", show_default=True,
+              help="Queue of every switch port, bytes (about 10 ms at 100 Mbit/s).")
+@click.option("--name", default="colltune", show_default=True, help="The testbed's name.")
+def testbed_up_cmd(hosts: int, shape: str, link: str, uplinks: tuple[str, ...], queue: str, name: str) -> None:
+    """Create the testbed and write its topology (the simulator's format)."""
+    rate = _rate(link, "--link")
+    ups = [_rate(u, "--uplink") for u in uplinks]
+    try:
+        if shape == "star":
+            topology = star(hosts, rate)
+        elif shape.startswith("tree:"):
+            k = int(shape[5:]) if shape[5:].isdigit() else 0
+            topology = two_level(hosts, k, rate, ups[0] if ups else rate * k)
+        elif shape == "binary":
+            depth = max(1, (hosts - 1).bit_length())
+            levels = [rate * 2 ** h for h in range(depth)]
+            for h, u in enumerate(ups[:depth - 1], start=1):
+                levels[h] = u
+            topology = binary_tree(hosts, TreeLevels(b=tuple(levels)))
+        else:
+            topology = read_topology(shape)
+            if topology.procs != hosts:
+                raise click.BadParameter(f"{shape} places {topology.procs} hosts, not {hosts}", param_hint="--hosts")
+        path = testbed.up(topology, name, parse_bytes(queue))
+    except ColltuneError as exc:
+        raise click.UsageError(str(exc)) from None
+    click.echo(f"testbed {name} is up: {topology.description}; topology written to {path}")
+
+
+@testbed_group.command("run", context_settings={"ignore_unknown_options": True})
+@click.option("--mpi", type=click.Choice(["mpich", "openmpi"]), default="mpich", show_default=True)
+@click.option("--name", default="colltune", show_default=True, help="The testbed's name.")
+@click.option("--procs", "-n", type=click.IntRange(min=1), help="Ranks [default: one per host].")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def testbed_run_cmd(mpi: str, name: str, procs: int | None, command: tuple[str, ...]) -> None:
+    """Run an MPI job with one rank per host, TCP between hosts: colltune testbed run -- COMMAND ..."""
+    try:
+        testbed.net.require_root()
+        if mpi != "mpich":
+            raise testbed.TestbedError("--mpi openmpi is not supported yet: the testbed launches the PyPI mpich "
+                                       "wheel's hydra; use --mpi mpich")
+        cmd, env = testbed.mpiexec_command(name, list(command), procs)
+    except ColltuneError as exc:
+        raise click.UsageError(str(exc)) from None
+    sys.exit(subprocess.run(cmd, env=env, check=False).returncode)
+
+
+@testbed_group.command("status")
+@click.option("--name", default="colltune", show_default=True, help="The testbed's name.")
+def testbed_status_cmd(name: str) -> None:
+    """Print the testbed's namespaces and, per shaped port, bytes sent and drops (JSON)."""
+    try:
+        click.echo(json.dumps(testbed.status(name), indent=2))
+    except ColltuneError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+@testbed_group.command("down")
+@click.option("--name", default="colltune", show_default=True, help="The testbed's name.")
+def testbed_down_cmd(name: str) -> None:
+    """Remove everything the testbed made (safe to repeat)."""
+    try:
+        removed = testbed.down(name)
+    except ColltuneError as exc:
+        raise click.UsageError(str(exc)) from None
+    click.echo(f"testbed {name} is down ({len(removed)} namespaces and links removed)")
 
 
 def grid_markdown() -> str:

@@ -172,6 +172,20 @@ def star(procs: int, bandwidth: float, latency: float = 0.0) -> Topology:
                     description=f"one switch, {procs} hosts at {bandwidth:g} B/s")
 
 
+def two_level(procs: int, per_switch: int, bandwidth: float, uplink: float) -> Topology:
+    """Leaf switches of ``per_switch`` hosts each (``bandwidth`` B/s per host link), joined by one
+    core switch over uplinks of ``uplink`` B/s each way."""
+    if per_switch < 1:
+        raise TopologyError(f"tree:K needs K >= 1 hosts per switch, not {per_switch}")
+    leaves = (procs + per_switch - 1) // per_switch
+    nodes = [Node(name="core")] + [Node(name=f"leaf{k}", parent="core", up=uplink, down=uplink)
+                                   for k in range(leaves)]
+    nodes += [Node(name=f"h{r}", parent=f"leaf{r // per_switch}", up=bandwidth, down=bandwidth) for r in range(procs)]
+    return Topology(name=f"tree{per_switch}-{procs}", nodes=tuple(nodes), hosts=tuple(f"h{r}" for r in range(procs)),
+                    description=f"{leaves} leaf switches of {per_switch} hosts at {bandwidth:g} B/s, "
+                                f"uplinks {uplink:g} B/s to one core switch")
+
+
 def binary_tree(procs: int, levels: TreeLevels) -> Topology:
     """PlogPT's perfect binary tree (paper 001 section III-A) for ``procs`` ranks: rank r is leaf
     r, and every edge of height h carries ``levels.b[h-1]`` B/s each way.  Needs

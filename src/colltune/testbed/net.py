@@ -1,0 +1,254 @@
+"""An emulated cluster on one machine: a network namespace per host and per switch, Linux bridges
+as switches, veth links between them, token-bucket shaping with finite queues on every port.
+
+The network is a :class:`~colltune.sim.Topology` (the simulator's own format), so simulation and
+emulation describe the same network: every node with a parent becomes a veth link to it, shaped
+with ``tc tbf`` at the link's ``down`` rate on the parent switch's port and at its ``up`` rate on
+the node's own end; a switch port's queue (tbf ``limit``) is the node's ``buffer``, so the link
+rates, oversubscribed uplinks and drops under congestion are the kernel's own.  Hosts get
+10.77.0.0/16 addresses on the shaped network (``eth0``) and a control link (``ctl0``,
+10.78.0.0/16) to a bridge in the launching namespace, over which mpiexec reaches them.
+
+Every object is recorded in the state directory before it is created, so :func:`down` removes
+exactly what :func:`up` made, also after a failure half-way; it is idempotent.  Nothing is
+written to /etc/hosts: the launcher script maps host names to namespaces.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from colltune.errors import ColltuneError
+from colltune.files import write_atomic
+from colltune.sim.topology import Topology, read_topology
+
+#: Where testbeds keep their state (override with COLLTUNE_TESTBED_DIR).
+STATE_ROOT = Path(os.environ.get("COLLTUNE_TESTBED_DIR", "/run/colltune-testbed"))
+DATA_NET, CONTROL_NET = "10.77", "10.78"
+LAUNCHER_ADDRESS = f"{CONTROL_NET}.255.254"
+#: tbf needs a bucket of at least one timer tick's worth of bytes; 16 KiB covers 100 Mbit/s at
+#: HZ = 1000 with room, and faster links get a millisecond of their rate.
+MIN_BURST = 16 * 1024
+
+
+class TestbedError(ColltuneError):
+    """A testbed that cannot be made, used or removed here."""
+
+
+def require_root() -> None:
+    """One clear error unless this process is root and has ``ip`` and ``tc``."""
+    if os.geteuid() != 0:
+        raise TestbedError("colltune testbed needs root (network namespaces, bridges and tc); run it as root")
+    missing = [tool for tool in ("ip", "tc") if shutil.which(tool) is None]
+    if missing:
+        raise TestbedError(f"colltune testbed needs {' and '.join(missing)} (iproute2), which are not installed")
+
+
+def _run(*cmd: str) -> str:
+    proc = subprocess.run(list(cmd), capture_output=True, text=True, check=False)
+    if proc.returncode:
+        raise TestbedError(f"{' '.join(cmd)}: {proc.stderr.strip() or f'exit code {proc.returncode}'}")
+    return proc.stdout
+
+
+def _prefix(name: str) -> str:
+    """A short, stable prefix for the testbed's interface names (at most 15 characters each)."""
+    return f"ctb{zlib.crc32(name.encode()) % 1000}"
+
+
+def _address(net: str, rank: int) -> str:
+    return f"{net}.{rank // 250}.{rank % 250 + 1}"
+
+
+@dataclass
+class State:
+    """What a testbed made: namespaces and root-namespace links, in creation order."""
+
+    name: str
+    namespaces: list[str] = field(default_factory=list)
+    links: list[str] = field(default_factory=list)
+
+    @property
+    def folder(self) -> Path:
+        return STATE_ROOT / self.name
+
+    def save(self) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        write_atomic(self.folder / "state.json", json.dumps({"name": self.name, "namespaces": self.namespaces,
+                                                             "links": self.links}, indent=2) + "\n")
+
+    @classmethod
+    def load(cls, name: str) -> State | None:
+        path = STATE_ROOT / name / "state.json"
+        if not path.exists():
+            return None
+        data = json.loads(path.read_text())
+        return cls(data["name"], list(data["namespaces"]), list(data["links"]))
+
+
+def namespace(name: str, node: str) -> str:
+    """The network namespace of topology node ``node`` in testbed ``name``."""
+    return f"{name}-{node}"
+
+
+def topology_file(name: str) -> Path:
+    """The topology of the running testbed ``name``, in the simulator's format."""
+    return STATE_ROOT / name / "topology.json"
+
+
+def _shape(ns: str, dev: str, rate: float, queue: float) -> None:
+    """tbf at ``rate`` B/s with a queue of ``queue`` bytes on ``dev``'s egress."""
+    if not math.isfinite(rate):
+        return
+    bits = int(rate * 8)
+    burst = max(MIN_BURST, int(rate / 1000))
+    _run("ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", f"{bits}bit",
+         "burst", str(burst), "limit", str(max(int(queue), burst)))
+
+
+def up(topology: Topology, name: str, queue: float) -> Path:
+    """Create the testbed ``name`` for ``topology``; switch ports without a ``buffer`` of their own
+    get ``queue`` bytes.  Returns the topology file.  On any failure, everything made so far is
+    removed and the error is raised."""
+    require_root()
+    if State.load(name) is not None:
+        raise TestbedError(f"testbed {name!r} is already up; run colltune testbed down first")
+    state = State(name)
+    try:
+        _build(topology, state, queue)
+        write_atomic(topology_file(name), topology.to_json())
+        write_atomic(STATE_ROOT / name / "launch.sh", _launcher(name))
+        (STATE_ROOT / name / "launch.sh").chmod(0o755)
+    except BaseException:
+        down(name)
+        raise
+    return topology_file(name)
+
+
+def _build(topology: Topology, state: State, queue: float) -> None:
+    parent, _, _, _, host_node = topology.arrays()
+    hosts = {int(v): r for r, v in enumerate(host_node)}
+    if len(hosts) != topology.procs:
+        raise TestbedError("the testbed puts one rank per host; this topology puts several ranks on one host")
+    nodes = topology.nodes
+    bridge = _prefix(state.name)
+    state.links.append(f"{bridge}c")
+    state.save()
+    _run("ip", "link", "add", f"{bridge}c", "type", "bridge")
+    _run("ip", "addr", "add", f"{LAUNCHER_ADDRESS}/16", "dev", f"{bridge}c")
+    _run("ip", "link", "set", f"{bridge}c", "up")
+    for v, node in enumerate(nodes):
+        ns = namespace(state.name, node.name)
+        state.namespaces.append(ns)
+        state.save()
+        _run("ip", "netns", "add", ns)
+        _run("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
+        if v not in hosts:
+            _run("ip", "netns", "exec", ns, "ip", "link", "add", "br0", "type", "bridge")
+            _run("ip", "netns", "exec", ns, "ip", "link", "set", "br0", "up")
+    for v, node in enumerate(nodes):
+        ns = namespace(state.name, node.name)
+        room = node.buffer if node.buffer is not None else queue
+        if parent[v] >= 0:
+            up_end, port = f"{bridge}u{v}", f"{bridge}d{v}"
+            pns = namespace(state.name, nodes[parent[v]].name)
+            state.links.append(up_end)  # in the root namespace until moved
+            state.save()
+            _run("ip", "link", "add", up_end, "type", "veth", "peer", "name", port)
+            _run("ip", "link", "set", port, "netns", pns)
+            _run("ip", "link", "set", up_end, "netns", ns)
+            _run("ip", "netns", "exec", pns, "ip", "link", "set", port, "master", "br0", "up")
+            _shape(pns, port, node.down, room)
+            if v in hosts:
+                _run("ip", "netns", "exec", ns, "ip", "link", "set", up_end, "name", "eth0")
+                up_end = "eth0"
+                _run("ip", "netns", "exec", ns, "ip", "addr", "add", f"{_address(DATA_NET, hosts[v])}/16", "dev", "eth0")
+                _run("ip", "netns", "exec", ns, "ip", "link", "set", "eth0", "up")
+            else:
+                _run("ip", "netns", "exec", ns, "ip", "link", "set", up_end, "master", "br0", "up")
+            _shape(ns, up_end, node.up, room)
+        if v in hosts:
+            ctl, peer = f"{bridge}h{v}", f"{bridge}c{v}"
+            state.links.append(peer)
+            state.save()
+            _run("ip", "link", "add", peer, "type", "veth", "peer", "name", ctl)
+            _run("ip", "link", "set", ctl, "netns", ns)
+            _run("ip", "link", "set", peer, "master", f"{bridge}c", "up")
+            _run("ip", "netns", "exec", ns, "ip", "link", "set", ctl, "name", "ctl0")
+            _run("ip", "netns", "exec", ns, "ip", "addr", "add", f"{_address(CONTROL_NET, hosts[v])}/16", "dev", "ctl0")
+            _run("ip", "netns", "exec", ns, "ip", "link", "set", "ctl0", "up")
+
+
+def _launcher(name: str) -> str:
+    """The script hydra runs instead of ssh: skip ssh's options, enter the host's namespace and
+    a UTS namespace with the host's name, run the command."""
+    return f"""#!/bin/sh
+# colltune testbed {name}: hydra's -launcher-exec, in place of ssh
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -o|-p|-l|-i|-F|-E) shift 2 ;;
+    -*) shift ;;
+    *) break ;;
+  esac
+done
+host="$1"; shift
+exec ip netns exec "{name}-$host" unshare --uts sh -c "hostname $host && exec $*"
+"""
+
+
+def down(name: str) -> list[str]:
+    """Remove everything testbed ``name`` made (idempotent); returns what was removed."""
+    require_root()
+    state = State.load(name) or State(name)
+    present = set(_run("ip", "netns", "list").split())
+    removed = []
+    for ns in reversed(state.namespaces + sorted(n for n in present if n.startswith(f"{name}-"))):
+        if ns in present and ns not in removed:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
+            removed.append(ns)
+    for link in reversed(state.links):
+        if subprocess.run(["ip", "link", "del", link], capture_output=True, check=False).returncode == 0:
+            removed.append(link)
+    shutil.rmtree(state.folder, ignore_errors=True)
+    return removed
+
+
+def status(name: str) -> dict[str, object]:
+    """The running testbed's topology and, per shaped port, tc's counters (bytes sent, drops)."""
+    require_root()
+    state = State.load(name)
+    if state is None:
+        raise TestbedError(f"testbed {name!r} is not up")
+    ports = {}
+    for ns in state.namespaces:
+        out = _run("ip", "netns", "exec", ns, "tc", "-s", "-j", "qdisc", "show")
+        for q in json.loads(out or "[]"):
+            if q.get("kind") == "tbf":
+                ports[f"{ns}/{q['dev']}"] = {"bytes": q.get("bytes"), "drops": q.get("drops")}
+    return {"name": name, "topology": str(topology_file(name)), "namespaces": state.namespaces, "ports": ports}
+
+
+def mpiexec_command(name: str, command: list[str], procs: int | None = None) -> tuple[list[str], dict[str, str]]:
+    """The mpiexec (PyPI mpich, hydra) command line and environment that run ``command`` with one
+    rank per host of testbed ``name``, over TCP on the shaped network."""
+    state = State.load(name)
+    if state is None:
+        raise TestbedError(f"testbed {name!r} is not up; run colltune testbed up first")
+    topology = read_topology(topology_file(name))
+    hosts = list(topology.hosts)
+    mpiexec = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
+    if mpiexec is None:
+        raise TestbedError("mpiexec not found: install the mpich wheel (pip install mpich)")
+    bridge = f"{_prefix(name)}c"
+    cmd = [mpiexec, "-launcher", "ssh", "-launcher-exec", str(STATE_ROOT / name / "launch.sh"), "-iface", bridge,
+           "-hosts", ",".join(hosts), "-ppn", "1", "-n", str(procs or len(hosts)), *command]
+    env = dict(os.environ, MPIR_CVAR_NOLOCAL="1", MPICH_CH4_NETMOD="ofi", FI_PROVIDER="tcp", FI_TCP_IFACE="eth0")
+    return cmd, env

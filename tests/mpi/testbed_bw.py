@@ -1,0 +1,52 @@
+"""Under mpiexec on the testbed: bandwidths through MPI, in Mbit/s, printed as JSON by rank 0.
+
+``links``: each rank i in turn sends to rank i+1 (mod P) alone; one figure per link.
+``pairs A-B,C-D,...``: the pairs send at once (A to B, C to D); the rate each receiver saw.
+Each transfer is 3 messages of 2 MiB after one warm-up message.
+"""
+
+import json
+import sys
+
+import numpy as np
+from mpi4py import MPI
+
+comm = MPI.COMM_WORLD
+P, me = comm.Get_size(), comm.Get_rank()
+buf = np.zeros(2 << 20, np.uint8)
+REPS = 3
+
+
+def transfer(src: int, dst: int) -> float | None:
+    """Send REPS messages src -> dst; the receiver's rate in Mbit/s (None elsewhere)."""
+    if me == src:
+        comm.Send(buf, dst)
+        comm.Recv(buf[:0], dst)
+        for _ in range(REPS):
+            comm.Send(buf, dst)
+    elif me == dst:
+        comm.Recv(buf, src)
+        comm.Send(buf[:0], src)
+        t = MPI.Wtime()
+        for _ in range(REPS):
+            comm.Recv(buf, src)
+        return REPS * buf.size * 8 / (MPI.Wtime() - t) / 1e6
+    return None
+
+
+if sys.argv[1] == "links":
+    rates = {}
+    for i in range(P):
+        comm.Barrier()
+        rate = transfer(i, (i + 1) % P)
+        got = comm.gather(rate, root=0)
+        rates[f"{i}-{(i + 1) % P}"] = next(r for r in got if r is not None) if me == 0 else None
+else:
+    pairs = [tuple(int(x) for x in p.split("-")) for p in sys.argv[2].split(",")]
+    comm.Barrier()
+    mine = next(((a, b) for a, b in pairs if me in (a, b)), None)
+    rate = transfer(*mine) if mine else None
+    got = comm.gather(rate, root=0)
+    rates = {f"{a}-{b}": got[b] for a, b in pairs} if me == 0 else None
+if me == 0:
+    print(json.dumps(rates))

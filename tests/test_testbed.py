@@ -1,0 +1,129 @@
+"""The emulated cluster: shaped links measured through MPI, an oversubscribed uplink, every
+broadcast bit-exact across hosts, and nothing left behind.  Needs root and iproute2 (CI runs as
+root); elsewhere the tests are skipped with the reason.  The error paths that need no root run
+everywhere."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from colltune import testbed
+from colltune.cli import main
+from colltune.sim import read_topology, star
+
+HERE = Path(__file__).parent / "mpi"
+NAME = "cttest"
+CAN = os.geteuid() == 0 and shutil.which("ip") is not None and shutil.which("tc") is not None
+needs_root = pytest.mark.skipif(not CAN, reason="the testbed needs root and iproute2 (ip, tc)")
+
+
+def colltune(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    """``colltune ARGS`` in a child process; the whole group is killed if it hangs."""
+    proc = subprocess.Popen([sys.executable, "-m", "colltune", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail(f"colltune {' '.join(args)} hung\nstdout:\n{out}\nstderr:\n{err[-3000:]}")
+    return subprocess.CompletedProcess(args, proc.returncode, out, err)
+
+
+def leftovers() -> list[str]:
+    names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False).stdout.split()
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True, check=False).stdout
+    return [n for n in names if n.startswith(f"{NAME}-")] + \
+        [line.split(":")[1].strip() for line in links.splitlines() if ": ctb" in line]
+
+
+@pytest.fixture
+def bed():
+    """Brings a testbed down after the test, whatever happened."""
+    hosts_before = Path("/etc/hosts").read_text()
+    yield lambda *args: colltune("testbed", "up", "--name", NAME, *args, timeout=120)
+    res = colltune("testbed", "down", "--name", NAME, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert leftovers() == []
+    assert Path("/etc/hosts").read_text() == hosts_before
+
+
+def bandwidth(*args: str) -> dict[str, float]:
+    res = colltune("testbed", "run", "--name", NAME, "--", sys.executable, "-m", "mpi4py",
+                   str(HERE / "testbed_bw.py"), *args)
+    assert res.returncode == 0, f"stdout:\n{res.stdout}\nstderr:\n{res.stderr[-3000:]}"
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+@needs_root
+def test_star_links_carry_their_rate_and_the_topology_file_describes_them(bed):
+    res = bed("--hosts", "4", "--topology", "star", "--link", "100Mbit")
+    assert res.returncode == 0, res.stderr
+    topology = read_topology(testbed.topology_file(NAME))
+    assert topology.procs == 4 and all(n.up == 12.5e6 for n in topology.nodes if n.parent)
+    rates = bandwidth("links")
+    assert len(rates) == 4 and all(90 <= r <= 100 for r in rates.values()), rates
+    status = json.loads(colltune("testbed", "status", "--name", NAME).stdout)
+    assert len(status["ports"]) == 8 and sum(p["bytes"] for p in status["ports"].values()) > 4 * 6 * 2**20
+
+
+@needs_root
+def test_an_oversubscribed_uplink_halves_cross_switch_bandwidth(bed):
+    """Binary tree of 4 hosts, 100 Mbit/s host links and 100 Mbit/s uplinks (2:1): two flows
+    across the switches share an uplink, two within the switches do not."""
+    res = bed("--hosts", "4", "--topology", "binary", "--link", "100Mbit", "--uplink", "100Mbit")
+    assert res.returncode == 0, res.stderr
+    across = bandwidth("pairs", "0-2,1-3")
+    within = bandwidth("pairs", "0-1,2-3")
+    ratio = (sum(across.values()) / 2) / (sum(within.values()) / 2)
+    assert 0.4 <= ratio <= 0.6, (across, within)
+
+
+@needs_root
+def test_every_broadcast_is_bit_exact_across_the_hosts(bed):
+    res = bed("--hosts", "4", "--topology", "tree:2", "--link", "1Gbit")
+    assert res.returncode == 0, res.stderr
+    run = colltune("testbed", "run", "--name", NAME, "--", sys.executable, "-m", "mpi4py",
+                   str(HERE / "bcast_check.py"), "0,1,1000,65537", timeout=600)
+    assert run.returncode == 0, f"stdout:\n{run.stdout}\nstderr:\n{run.stderr[-3000:]}"
+    assert "bcast_check: P=4" in run.stdout
+
+
+@needs_root
+def test_a_failure_half_way_through_up_leaves_nothing(monkeypatch):
+    calls = {"n": 0}
+    real = testbed.net._run
+
+    def failing(*cmd: str) -> str:
+        calls["n"] += 1
+        if calls["n"] == 25:
+            raise testbed.TestbedError("injected failure")
+        return real(*cmd)
+
+    monkeypatch.setattr(testbed.net, "_run", failing)
+    with pytest.raises(testbed.TestbedError, match="injected"):
+        testbed.up(star(4, 12.5e6), NAME, 65536)
+    assert leftovers() == [] and testbed.net.State.load(NAME) is None
+    assert testbed.down(NAME) == []  # idempotent
+
+
+def test_without_root_there_is_one_clear_error(monkeypatch):
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    for args in (["up", "--hosts", "2"], ["down"], ["status"], ["run", "--", "true"]):
+        out = CliRunner().invoke(main, ["testbed", *args, "--name", NAME] if args[0] != "run"
+                                 else ["testbed", "run", "--name", NAME, "--", "true"])
+        assert out.exit_code == 2 and "needs root" in out.output, (args, out.output)
+
+
+def test_bad_rates_are_rejected():
+    out = CliRunner().invoke(main, ["testbed", "up", "--hosts", "2", "--link", "fast"])
+    assert out.exit_code == 2 and "is not a rate" in out.output
