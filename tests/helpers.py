@@ -104,3 +104,22 @@ def random_tree(procs: int, root: int, seed: int) -> tuple[tuple[int, int], ...]
         edges.append((placed[int(rng.integers(len(placed)))], r))
         placed.append(r)
     return tuple(edges)
+
+
+def run_bounded(command: list[str], timeout: float, what: str):  # type: ignore[no-untyped-def]
+    """Run ``command`` in a new session; on timeout kill the whole group and fail the test, so a
+    hang (of mpiexec, or of a rank it left behind) fails fast instead of blocking the suite."""
+    import os
+    import signal
+    import subprocess
+
+    import pytest
+
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail(f"{what} hung for {timeout} s\nstdout:\n{out}\nstderr:\n{err[-4000:]}")
+    return subprocess.CompletedProcess(command, proc.returncode, out, err)

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import run_bounded
 
 from colltune.profiles import read_profile
 
@@ -37,15 +38,7 @@ def run_colltune(procs: int, *args: str, timeout: float = 240) -> subprocess.Com
 
 
 def _launch(command: list[str], procs: int, timeout: float) -> subprocess.CompletedProcess:
-    cmd = [MPIEXEC, "-n", str(procs), *command]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        pytest.fail(f"{' '.join(command)} on {procs} ranks hung for {timeout} s\nstdout:\n{out}\nstderr:\n{err[-4000:]}")
-    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+    return run_bounded([MPIEXEC, "-n", str(procs), *command], timeout, f"{' '.join(command)} on {procs} ranks")
 
 
 @pytest.mark.parametrize("procs", PROCS)

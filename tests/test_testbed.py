@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from helpers import run_bounded
 
 from colltune import testbed
 from colltune.cli import main
@@ -28,15 +28,7 @@ needs_root = pytest.mark.skipif(not CAN, reason="the testbed needs root and ipro
 
 def colltune(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     """``colltune ARGS`` in a child process; the whole group is killed if it hangs."""
-    proc = subprocess.Popen([sys.executable, "-m", "colltune", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        pytest.fail(f"colltune {' '.join(args)} hung\nstdout:\n{out}\nstderr:\n{err[-3000:]}")
-    return subprocess.CompletedProcess(args, proc.returncode, out, err)
+    return run_bounded([sys.executable, "-m", "colltune", *args], timeout, f"colltune {' '.join(args)}")
 
 
 def leftovers() -> list[str]:
