@@ -36,7 +36,8 @@ from colltune.profiles.format import Fit
 Array = Sequence[float] | np.ndarray
 
 
-def _fit(data: tuple[str, ...], method: str, residuals: np.ndarray) -> Fit:
+def record(data: tuple[str, ...], method: str, residuals: Array) -> Fit:
+    """The :class:`Fit` of ``data`` by ``method``: its residuals and their root mean square."""
     r = np.asarray(residuals, dtype=np.float64)
     return Fit(data=data, method=method, residuals=tuple(float(v) for v in r),
                rms=float(np.sqrt(np.mean(r ** 2))) if r.size else 0.0)
@@ -59,7 +60,7 @@ def fit_hockney(sizes: Array, one_way: Array) -> tuple[Hockney, Fit]:
     """Hockney's alpha + beta m by least squares over one-way times ``RTT(m)/2`` (s) at ``sizes`` (B)."""
     m = np.asarray(sizes, dtype=np.float64)
     (alpha, beta), res = nonnegative_lstsq([np.ones_like(m), m], one_way)
-    return Hockney(alpha=alpha, beta=beta), _fit(("rtt",), "relative least squares of RTT(m)/2 on alpha + beta m", res)
+    return Hockney(alpha=alpha, beta=beta), record(("rtt",), "relative least squares of RTT(m)/2 on alpha + beta m", res)
 
 
 def fit_loggp(sizes: Array, rtt: Array, gap: Array, overhead: Array, sigma_gap: Array | None = None,
@@ -77,7 +78,7 @@ def fit_loggp(sizes: Array, rtt: Array, gap: Array, overhead: Array, sigma_gap: 
     L = max(float(np.asarray(rtt)[k]) / 2 - 2 * o - extra[k] * max(G, O), 0.0)
     params = LogGP(L=L, o=o, g=g, G=G, O=O)
     rtt_res = np.asarray(rtt) - np.array([2 * params.message(int(v)) for v in s])
-    return params, _fit(("prtt_gap", "prtt_overhead", "rtt"),
+    return params, record(("prtt_gap", "prtt_overhead", "rtt"),
                         "least squares of the PRTT gap on g + (s-1)G and overhead on o + (s-1)O; "
                         "residuals: gap, then overhead, then RTT against 2(2o + L + (s-1)max(O,G))",
                         np.concatenate([res_gap, res_o, rtt_res]))
@@ -98,9 +99,9 @@ def fit_plogp(sizes: Array, rtt: Array, g0: float, gap: Array | None = None) -> 
     values[0] = g0
     g = Tabulated(sizes=tuple(int(v) for v in m), values=tuple(float(v) for v in values))
     if gap is not None:
-        return L, g, _fit(("rtt", "prtt_gap"), "L = RTT(0)/2 - g(0), g(m) = RTT(m)/2 - L; "
+        return L, g, record(("rtt", "prtt_gap"), "L = RTT(0)/2 - g(0), g(m) = RTT(m)/2 - L; "
                           "residuals: measured send gap minus g(m)", np.asarray(gap) - values)
-    return L, g, _fit(("rtt",), "L = RTT(0)/2 - g(0), g(m) = RTT(m)/2 - L", r - 2 * (L + values))
+    return L, g, record(("rtt",), "L = RTT(0)/2 - g(0), g(m) = RTT(m)/2 - L", r - 2 * (L + values))
 
 
 def table(sizes: Array, g: Tabulated, os_: Array | None, or_: Array | None) -> PLogPTable:
@@ -129,7 +130,7 @@ def fit_tree(bandwidth: Array, loaded: Array, idle: Array, depth: int, bidirecti
         b[h] = min(b[h], 2 * b[h - 1])
     d = (np.asarray(loaded) - np.asarray(idle)) / (2 if bidirectional else 1)
     levels = TreeLevels(b=tuple(float(v) for v in b), d=tuple(max(float(v), floor) for v in d))
-    return levels, _fit(("tree_bandwidth",), "b(h) = total 2^h / 2^D; residuals: measured total minus "
+    return levels, record(("tree_bandwidth",), "b(h) = total 2^h / 2^D; residuals: measured total minus "
                         "b(h) 2^D / 2^h (nonzero where b(h+1) was capped at 2 b(h))",
                         total - b * 2 ** depth / 2.0 ** np.arange(1, depth + 1))
 

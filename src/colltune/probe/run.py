@@ -272,8 +272,7 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
     for key, series_name in (("Os", "packet_send_call"), ("gs", "packet_gap"), ("gr", "receive_gap"),
                              ("Or", "packet_recv_call")):
         costs[key], res = fit.fit_piecewise(ps, m[series_name].medians)
-        fits[f"cluster_{key}"] = Fit(data=(series_name,), method="non-negative least squares per side of 40 B",
-                                     residuals=tuple(float(v) for v in res), rms=float(np.sqrt(np.mean(res ** 2))))
+        fits[f"cluster_{key}"] = fit.record((series_name,), "non-negative least squares per side of 40 B", res)
     ur = max(float(np.median(m["packet_poll"].medians)), 0.0)
     costs["Ur"] = Piecewise.same(Linear(intercept=ur))
     procs_col, size_col, transfer = [], [], []
@@ -285,9 +284,8 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
             size_col.append(s)
             transfer.append(point.median / 2 - costs["Os"](s) - costs["Or"](s) - ur)
     cl, res = fit.fit_cluster_latency(procs_col, size_col, transfer, costs["gs"])
-    fits["cluster_L"] = Fit(data=tuple(f"transfer_p{p}" for p in transfers),
-                            method="L = RTT/2 - Os - Or - Ur, bounded least squares of a p + b + c m max(1, p m/(R gs))",
-                            residuals=tuple(float(v) for v in res), rms=float(np.sqrt(np.mean(res ** 2))))
+    fits["cluster_L"] = fit.record(tuple(f"transfer_p{p}" for p in transfers),
+                                   "L = RTT/2 - Os - Or - Ur, least squares of a p + b + c m max(1, p m/(R gs))", res)
     cluster = ClusterModel(Os=costs["Os"], gs=costs["gs"], gr=costs["gr"], Or=costs["Or"], Ur=costs["Ur"], L=cl,
                            BL=0, mtu=max(ps))
     notes.append("cluster: BL (the switch buffer) is not measured and set to 0; Ts and the memory copy costs are "

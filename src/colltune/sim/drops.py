@@ -59,8 +59,7 @@ def drop_rule(topology: Topology, vol: np.ndarray) -> Rule | None:
         start, end, rate = arrays["start"][sends], arrays["flow_end"][sends], arrays["flow_rate"][sends]
         size = vol[sends]
         pair, paths = topology.routes(src, dst)
-        crosses = np.array([bool(climb or descend) for climb, descend, _ in paths])[pair] if len(sends) else \
-            np.zeros(0, dtype=bool)
+        crosses = np.array([bool(climb or descend) for climb, descend, _ in paths], dtype=bool)[pair]
         moving = crosses & (size > 0) & (end > start)
         offered = _sender_share(src, start, end, up[host_node[src]], moving)
         ports: dict[tuple[int, bool], tuple[float, float, list[int], list[float]]] = {}
