@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import traceback
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +25,12 @@ from colltune import __version__, testbed
 from colltune.algorithms import REGISTRY, Algorithm
 from colltune.collectives import COLLECTIVES, Problem
 from colltune.errors import ColltuneError, VerificationError
+from colltune.files import write_atomic
 from colltune.grid import BUILDERS, auto_partitions, compose, read_latency, simulated_time, tree_time
 from colltune.models import MODELS, ParamSet, Prediction, Unavailable, formulas, predict, predict_all
 from colltune.models.params import TreeLevels
 from colltune.profiles import BUILTINS, Profile, builtin, load_profile, profile_schema, with_overrides, write_profile
+from colltune.profiles.format import Provenance
 from colltune.report import plot_profile
 from colltune.schedule import REDUCTION_DTYPES, REDUCTION_OPS, Schedule
 from colltune.schedule import verify as verify_schedule
@@ -44,6 +47,8 @@ from colltune.sim import (
 )
 from colltune.sim.goal import goal_lines, read_goal, write_goal
 from colltune.sim.trace import write_trace
+from colltune.tune import NATIVE_SOURCE, DecisionTable, ModelPricer, SimPricer, build_table, write_table
+from colltune.tune.export import mpich_text, openmpi_json_text, openmpi_rules
 from colltune.units import format_seconds, parse_bytes, parse_int_list, parse_size_list
 
 NATIVE_NOTE = ("`native` (runtime only): the MPI library's own collective, called through mpi4py; "
@@ -641,6 +646,182 @@ def _partition(spec: str, names: tuple[str, ...]) -> list[list[int]]:
             group.append(index.get(token, int(token) if token.isdigit() else -1))
         groups.append(group)
     return groups
+
+
+DEFAULT_TUNE_PROCS = "2-16,24,32,48,64"
+EXPORTS = (("openmpi_rules", "Open MPI rules"), ("openmpi_json", "Open MPI 6 JSON rules"),
+           ("mpich_json", "MPICH selection JSON"))
+
+
+def _export_files(table: DecisionTable, files: dict[str, str | None]) -> list[str]:
+    """Write the requested exports of ``table``; the notes on nearest equivalents."""
+    notes: list[str] = []
+    makers = {"openmpi_rules": openmpi_rules, "openmpi_json": openmpi_json_text, "mpich_json": mpich_text}
+    for key, path in files.items():
+        if path:
+            text, more = makers[key](table)
+            write_atomic(path, text)
+            notes += [n for n in more if n not in notes]
+    return notes
+
+
+@main.command("tune")
+@click.option("--profile", "profile_spec", metavar="FILE|builtin:NAME",
+              help="Profile to price the candidates from (not used by --method measure).")
+@click.option("--method", type=click.Choice(["model", "simulate", "measure"]), default="model", show_default=True,
+              help="Price candidates by the cost formulas, by simulation, or by timing them in this MPI job.")
+@click.option("--model", "-m", default=None,
+              help="Analytic model (--method model) or network model (--method simulate); default: the profile's.")
+@click.option("--collective", "-c", "collectives", multiple=True, type=click.Choice(["all", *COLLECTIVES]),
+              default=("all",), show_default=True, help="Collective(s) to tune; repeatable.")
+@click.option("--procs", "-p", default=None,
+              help=f"Process counts to tune at, e.g. 2-16,32 [default: {DEFAULT_TUNE_PROCS}; measure: the job's].")
+@click.option("--max-size", default=None, help="Largest block size, units allowed [default: 4MiB; measure: 1MiB].")
+@click.option("--reps", default=10, show_default=True, type=click.IntRange(min=1),
+              help="Timed repetitions per candidate and size (--method measure).")
+@click.option("--warmup", default=2, show_default=True, type=click.IntRange(min=0),
+              help="Untimed runs before them (--method measure).")
+@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False), help="Decision table to write.")
+@click.option("--openmpi-rules", type=click.Path(dir_okay=False), help="Also write an Open MPI coll/tuned rules file.")
+@click.option("--openmpi-json", type=click.Path(dir_okay=False), help="Also write Open MPI 6's JSON rules file.")
+@click.option("--mpich-json", type=click.Path(dir_okay=False), help="Also write an MPICH selection JSON file.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
+def tune_cmd(profile_spec: str | None, method: str, model: str | None, collectives: tuple[str, ...],
+             procs: str | None, max_size: str | None, reps: int, warmup: int, output: str,
+             openmpi_rules: str | None, openmpi_json: str | None, mpich_json: str | None, as_json: bool) -> None:
+    """Choose the fastest algorithm for every collective, process count and size; write the decision
+    table and, on request, the same decisions as Open MPI and MPICH files."""
+    files = {"openmpi_rules": openmpi_rules, "openmpi_json": openmpi_json, "mpich_json": mpich_json}
+    colls = list(COLLECTIVES) if "all" in collectives else list(dict.fromkeys(collectives))
+    if method == "measure":
+        table = _tune_measure(colls, procs, max_size, reps, warmup, output, files)
+        if table is None:
+            return
+    else:
+        table = _tune_offline(profile_spec, method, model, colls, procs, max_size, output, files)
+    try:
+        write_table(table, output)
+        notes = _export_files(table, files)
+    except OSError as exc:
+        raise click.UsageError(f"{exc.filename}: cannot write: {exc.strerror}") from None
+    _print_tune(table, output, files, notes, as_json)
+
+
+def _unwritable_any(paths: list[str | None]) -> str | None:
+    for path in paths:
+        if path:
+            problem = _unwritable(path)
+            if problem:
+                return problem
+    return None
+
+
+def _tune_offline(profile_spec: str | None, method: str, model: str | None, colls: list[str], procs: str | None,
+                  max_size: str | None, output: str, files: dict[str, str | None]) -> DecisionTable:
+    problem = _unwritable_any([output, *files.values()])
+    if problem:
+        raise click.UsageError(problem)
+    try:
+        if profile_spec is None:
+            raise click.UsageError(f"--method {method} needs --profile FILE|builtin:NAME")
+        profile = load_profile(profile_spec)
+        procs_list = parse_int_list(procs or DEFAULT_TUNE_PROCS, "--procs")
+        if min(procs_list) < 1:
+            raise click.UsageError("--procs: process counts start at 1")
+        largest = parse_bytes(max_size or "4MiB")
+        if method == "model":
+            name = model or profile.default_model
+            if name not in MODELS:
+                raise click.UsageError(f"--model {name!r}: not an analytic model; valid: {', '.join(MODELS)}")
+            pricer: Any = ModelPricer(profile.params(name), name)
+        else:
+            name = model or default_network(profile.default_model)
+            if name not in NETWORKS:
+                raise click.UsageError(f"--model {name!r}: not a network model; valid: {', '.join(NETWORKS)}")
+            pricer = SimPricer(profile.params(NETWORKS[name].params), name)
+        provenance = Provenance(source=f"colltune tune --method {method} --model {name} --profile {profile_spec}",
+                                date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                                colltune_version=__version__,
+                                notes=(f"native priced as {NATIVE_SOURCE}",))
+        total = len(colls) * len(set(procs_list))
+        with Progress(TextColumn("{task.description:<30}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=Console(stderr=True), transient=True) as bar:
+            task = bar.add_task(f"tuning ({method})", total=total)
+            return build_table(pricer, method, colls, procs_list, largest, provenance,  # type: ignore[arg-type]
+                               model=name, profile=profile.name, time_unit=profile.time_unit,
+                               native=NATIVE_SOURCE, progress=lambda: bar.advance(task))
+    except ColltuneError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def _tune_measure(colls: list[str], procs: str | None, max_size: str | None, reps: int, warmup: int, output: str,
+                  files: dict[str, str | None]) -> DecisionTable | None:
+    """Tune by timing in this MPI job; the table on rank 0, None on the others."""
+    from mpi4py import MPI
+
+    from colltune.tune.measure import MeasurePricer
+
+    comm = MPI.COMM_WORLD
+    me, size = comm.Get_rank(), comm.Get_size()
+
+    def fail(message: str) -> None:  # the same error on every rank; printed once
+        if me == 0:
+            raise click.UsageError(message)
+        raise SystemExit(2)
+
+    problem = _unwritable_any([output, *files.values()]) if me == 0 else None
+    problem = comm.bcast(problem, root=0)
+    if problem:
+        fail(problem)
+    if procs is not None:
+        fail(f"--method measure tunes at the job's {size} processes; drop --procs (run mpiexec -n P instead)")
+    try:
+        largest = parse_bytes(max_size or "1MiB")
+        provenance = Provenance(source=f"colltune tune --method measure (reps {reps}, warm-up {warmup})",
+                                date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                                colltune_version=__version__, mpi_library=MPI.Get_library_version().strip(),
+                                hosts=tuple(comm.allgather(MPI.Get_processor_name())), procs=size)
+        table = build_table(MeasurePricer(comm, reps, warmup), "measure", colls, [size], largest, provenance,
+                            native="the MPI library's own collective, timed", resolution=MEASURE_RESOLUTION)
+    except ColltuneError as exc:
+        fail(str(exc))
+    except Exception:  # noqa: BLE001 - any failure on one rank must end the whole job
+        traceback.print_exc()
+        sys.stderr.flush()
+        comm.Abort(1)
+    return table if me == 0 else None
+
+
+#: Measured crossovers are bisected until the interval is within 1/8 of its lower end: timings
+#: of neighbouring sizes differ by less than their noise below that.
+MEASURE_RESOLUTION = 1 / 8
+
+
+def _print_tune(table: DecisionTable, output: str, files: dict[str, str | None], notes: list[str],
+                as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps({"table": output, "method": table.method, "model": table.model,
+                               "files": {k: v for k, v in files.items() if v}, "notes": notes,
+                               "collectives": {c: [{"procs": [b.procs_min, b.procs_max],
+                                                    "rules": [r.model_dump() for r in b.rules]} for b in blocks]
+                                               for c, blocks in table.collectives.items()}}, indent=1))
+        return
+    con = _console()
+    t = Table(title=f"decisions ({table.method}, {table.model or 'timed'}, {table.profile or 'this job'})")
+    for col in ("collective", "P", "sizes (bytes) -> algorithm"):
+        t.add_column(col, overflow="fold")
+    for coll, blocks in table.collectives.items():
+        for b in blocks:
+            rules = "; ".join(f"{r.size_min}+ {r.algorithm}" + (f" ({', '.join(f'{k}={v}' for k, v in r.params.items())})"
+                                                             if r.params else "") for r in b.rules)
+            t.add_row(coll, f"{b.procs_min}" if b.procs_min == b.procs_max else f"{b.procs_min}-{b.procs_max}", rules)
+    con.print(t)
+    con.print(f"decision table written to {output}")
+    for key, label in EXPORTS:
+        if files[key]:
+            con.print(f"{label} written to {files[key]}")
+    for n in notes:
+        con.print(f"[dim]{n}[/dim]")
 
 
 @main.command("grid")

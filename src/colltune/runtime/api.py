@@ -9,8 +9,11 @@ every rank instead of failing on one rank while the others hang.
 from __future__ import annotations
 
 import operator
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -21,8 +24,34 @@ from colltune.collectives import COLLECTIVES, Problem, get_collective
 from colltune.errors import ColltuneError, ParameterError, UnknownAlgorithmError
 from colltune.runtime.executor import ScheduleExecutor
 from colltune.schedule import REDUCTION_DTYPES, Buf
+from colltune.tune.table import DecisionTable, read_table
 
 NATIVE = "native"
+AUTO = "auto"
+#: The environment variable that names the decision table ``algorithm="auto"`` reads.
+TABLE_ENV = "COLLTUNE_TABLE"
+
+
+@lru_cache(maxsize=8)
+def _cached_table(path: str, mtime_ns: int, size: int) -> DecisionTable:
+    return read_table(path)
+
+
+def active_table(table: DecisionTable | str | os.PathLike[str] | None = None) -> DecisionTable:
+    """The decision table ``algorithm="auto"`` uses: ``table`` (a table or a file), else the file
+    named by ``COLLTUNE_TABLE``.  Files are read once and again only when they change."""
+    if isinstance(table, DecisionTable):
+        return table
+    spec = table if table is not None else os.environ.get(TABLE_ENV)
+    if not spec:
+        raise ParameterError(f"algorithm 'auto' needs a decision table: pass table=FILE or set {TABLE_ENV} "
+                             f"(colltune tune writes one)")
+    path = Path(spec)
+    try:
+        st = path.stat()
+    except OSError as exc:
+        raise ParameterError(f"{spec}: cannot read the decision table: {exc.strerror or exc}") from None
+    return _cached_table(str(path), st.st_mtime_ns, st.st_size)
 
 
 def as_bytes(buf: Any, name: str = "buf", writable: bool = True) -> np.ndarray:
@@ -173,7 +202,7 @@ def _bind(collective: str, buffers: tuple[Any, ...], procs: int, me: int, root: 
 
 
 def plan(collective: str, *buffers: Any, root: int = 0, comm: MPI.Comm | None = None, algorithm: str = NATIVE,
-         op: str | None = None, **params: Any) -> Plan:
+         op: str | None = None, table: DecisionTable | str | os.PathLike[str] | None = None, **params: Any) -> Plan:
     """Build a plan for ``collective`` on the given buffers (collective: call on every rank of ``comm``).
 
     Parameters
@@ -186,8 +215,12 @@ def plan(collective: str, *buffers: Any, root: int = 0, comm: MPI.Comm | None = 
         sendbuf, the gather's and reduce's recvbuf away from the root) may be ``None`` there.
     root: the root rank of a rooted collective.
     comm: the communicator (default ``MPI.COMM_WORLD``).
-    algorithm: a registered algorithm name or alias (``colltune algorithms``), or ``"native"``
-        for the MPI library's own collective.
+    algorithm: a registered algorithm name or alias (``colltune algorithms``), ``"native"``
+        for the MPI library's own collective, or ``"auto"``: what the decision table says for this
+        collective, process count and block size (``native`` where it has no entry, and where it
+        names an algorithm that needs a commutative operation the call does not have).
+    table: for ``"auto"``, a :class:`~colltune.tune.DecisionTable` or its file; default: the file
+        named by the ``COLLTUNE_TABLE`` environment variable.
     op: for reduce and allreduce, the operation's name (default ``"sum"``; see
         :data:`~colltune.schedule.ir.REDUCTION_OPS`), applied elementwise over the sendbuf's dtype.
     params: the algorithm's parameters, e.g. ``segment_size=8192`` (bytes).
@@ -214,6 +247,15 @@ def plan(collective: str, *buffers: Any, root: int = 0, comm: MPI.Comm | None = 
             if len(view) != want:
                 raise ParameterError(f"{name} has {len(view)} bytes; {collective} of {problem.size}-byte "
                                      f"blocks on {procs} ranks needs {want}")
+        if algorithm == AUTO:
+            if params:
+                raise ParameterError(f"algorithm 'auto' takes its parameters from the table, got {sorted(params)}")
+            algorithm, params = active_table(table).lookup(collective, procs, problem.size)
+            if algorithm != NATIVE and REGISTRY.get(collective, algorithm).needs_commutative \
+                    and not problem.commutative:
+                algorithm, params = NATIVE, {}
+        elif table is not None:
+            raise ParameterError("table= is only used with algorithm='auto'")
         if algorithm == NATIVE:
             if params:
                 raise ParameterError(f"algorithm 'native' takes no parameters, got {sorted(params)}")

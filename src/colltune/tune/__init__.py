@@ -1,0 +1,29 @@
+"""Tuning: decision tables built from models, simulation or measurement, and their export.
+
+- :mod:`colltune.tune.table`: the decision table format and its lookup;
+- :mod:`colltune.tune.select`: pricing candidates and bisecting crossovers into a table;
+- :mod:`colltune.tune.native`: what ``native`` stands for when it is predicted;
+- :mod:`colltune.tune.libraries`: colltune's algorithms in Open MPI's and MPICH's names;
+- :mod:`colltune.tune.export`: the table as Open MPI rules and MPICH selection JSON.
+"""
+
+from colltune.tune.native import NATIVE_SOURCE, native_equivalent
+from colltune.tune.select import SEARCH, ModelPricer, SimPricer, Tuner, build_table, candidates, grid_sizes
+from colltune.tune.table import (
+    NATIVE,
+    Block,
+    Candidate,
+    DecisionTable,
+    Rule,
+    Sample,
+    TableError,
+    parse_table,
+    read_table,
+    write_table,
+)
+
+__all__ = [
+    "NATIVE", "NATIVE_SOURCE", "SEARCH", "Block", "Candidate", "DecisionTable", "ModelPricer", "Rule", "Sample",
+    "SimPricer", "TableError", "Tuner", "build_table", "candidates", "grid_sizes", "native_equivalent",
+    "parse_table", "read_table", "write_table",
+]

@@ -1,0 +1,325 @@
+"""A decision table as the MPI libraries read it: Open MPI coll/tuned rules and MPICH selection JSON.
+
+Message sizes: the table keys on the block size ``m`` (bytes, :mod:`colltune.collectives`); the
+libraries key on their own message size, which the export converts to:
+
+* Open MPI (``coll_tuned_decision_dynamic.c``): ``m`` for bcast, reduce and allreduce; ``P*m``
+  (the whole buffer) for allgather, alltoall, gather and scatter; 0 for barrier.  A comm-size
+  block holds from its size up to the next block's, so the export writes one block per
+  process count where the conversion depends on P, and ends with a block that hands larger
+  communicators back to Open MPI's fixed rules (algorithm 0).
+* MPICH (``MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE``): ``avg_msg_size`` (``m``) for allreduce,
+  bcast, reduce and alltoall, where MPICH defines it; ``total_msg_size`` (``P*m``) elsewhere.
+
+``native`` rules become the library's own choice: Open MPI's fixed rules (algorithm 0), and in
+MPICH a subtree with MPICH's default decisions (:func:`mpich_default`).  Every mapping that is
+only the nearest equivalent (:mod:`colltune.tune.libraries`) is reported in the returned notes.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from colltune.tune.libraries import MPICH, OPENMPI, OPENMPI_IDS, MPICHAlgorithm
+from colltune.tune.table import NATIVE, Block, DecisionTable, Rule
+
+#: Left to Open MPI's fixed rules: a rules file cannot test for a non-commutative operation, and
+#: several of Open MPI's reduce and allreduce algorithms then combine out of rank order (seen with
+#: Open MPI 5.0.11: wrong results from binomial reduce and segmented-ring allreduce for a
+#: non-commutative user operation), which its fixed rules avoid.
+_NONCOMMUTATIVE = ("left to Open MPI's fixed rules: a rules file cannot tell a non-commutative operation, "
+                   "which several of Open MPI's algorithms combine out of rank order")
+OPENMPI_SKIPPED = {"reduce": _NONCOMMUTATIVE, "allreduce": _NONCOMMUTATIVE}
+#: Collectives whose Open MPI message size is the whole buffer P*m.
+_OMPI_TOTAL = {"allgather", "alltoall", "gather", "scatter"}
+#: Collectives for which MPICH defines avg_msg_size; the others use total_msg_size.
+MPICH_AVG = {"allreduce", "bcast", "reduce", "alltoall"}
+
+
+def _note(notes: list[str], library: str, collective: str, algorithm: str, target: str, exact: bool,
+          why: str) -> None:
+    if not exact:
+        line = f"{library}: {collective}/{algorithm} has no exact equivalent; using {target} ({why})"
+        if line not in notes:
+            notes.append(line)
+
+
+def _procs_blocks(blocks: tuple[Block, ...], per_procs: bool) -> list[tuple[int, int, Block]]:
+    """``(procs_min, procs_max, block)``; one entry per process count if ``per_procs``."""
+    out = []
+    for b in blocks:
+        if per_procs:
+            out += [(p, p, b) for p in range(b.procs_min, b.procs_max + 1)]
+        else:
+            out.append((b.procs_min, b.procs_max, b))
+    return out
+
+
+def _ompi_rule(collective: str, rule: Rule, procs: int, notes: list[str]) -> tuple[int, int, int, int]:
+    """``(algorithm, faninout, segsize, max_requests)`` of one rule."""
+    if rule.algorithm == NATIVE:
+        return 0, 0, 0, 0
+    o = OPENMPI[(collective, rule.algorithm)]
+    _note(notes, "Open MPI", collective, rule.algorithm, f"{o.name} ({o.number})", o.exact, o.note)
+    seg = int(rule.params[o.segsize_from]) if o.segsize_from else 0
+    req = int(rule.params[o.max_requests_from]) if o.max_requests_from else 0
+    return o.number, o.faninout, seg, req
+
+
+def _ompi_sizes(collective: str, block: Block, procs: int) -> list[tuple[int, Rule]]:
+    scale = procs if collective in _OMPI_TOTAL else 0 if collective == "barrier" else 1
+    out: list[tuple[int, Rule]] = []
+    for r in block.rules:
+        start = r.size_min * scale
+        if out and start == out[-1][0]:
+            continue  # sizes that collapse together (barrier): the first rule holds
+        out.append((start, r))
+    return out
+
+
+def _openmpi_collectives(table: DecisionTable, notes: list[str]) -> list[str]:
+    out = []
+    for coll, blocks in table.collectives.items():
+        if coll in OPENMPI_SKIPPED and blocks:
+            notes.append(f"Open MPI: {coll} is {OPENMPI_SKIPPED[coll]}")
+        elif blocks:
+            out.append(coll)
+    return out
+
+
+def openmpi_rules(table: DecisionTable) -> tuple[str, list[str]]:
+    """The classic coll/tuned rules file (``rule-file-version-2``: five columns, the last the
+    maximum outstanding requests) and the notes on nearest equivalents."""
+    notes: list[str] = []
+    header = (f"# colltune decision table: method {table.method}, profile {table.profile}, "
+              f"colltune {table.provenance.colltune_version}")
+    out = ["rule-file-version-2", header,
+           "# columns: message size, algorithm, fan-in/out, segment size, max requests"]
+    colls = _openmpi_collectives(table, notes)
+    out.append(f"{len(colls)}")
+    for coll in colls:
+        entries = _procs_blocks(table.collectives[coll], coll in _OMPI_TOTAL)
+        out += [f"# {coll}", f"{OPENMPI_IDS[coll]}", f"{len(entries) + 1}"]
+        for lo, hi, block in entries:
+            sizes = _ompi_sizes(coll, block, lo)
+            out += [f"{lo}", f"{len(sizes)}"]
+            for start, r in sizes:
+                alg, fan, seg, req = _ompi_rule(coll, r, lo, notes)
+                out.append(f"{start} {alg} {fan} {seg} {req}")
+        out += [f"{entries[-1][1] + 1}", "1", "0 0 0 0 0"]
+    return "\n".join(out) + "\n", notes
+
+
+def openmpi_json(table: DecisionTable) -> tuple[dict[str, Any], list[str]]:
+    """The JSON rules file of Open MPI 6 (``comm_size_min``/``max``, ``msg_size_min``/``max``) and the notes."""
+    notes: list[str] = []
+    colls: dict[str, Any] = {}
+    for coll in _openmpi_collectives(table, notes):
+        blocks = table.collectives[coll]
+        comm_rules = []
+        for lo, hi, block in _procs_blocks(blocks, coll in _OMPI_TOTAL):
+            sizes = _ompi_sizes(coll, block, lo)
+            rules = []
+            for i, (start, r) in enumerate(sizes):
+                alg, fan, seg, req = _ompi_rule(coll, r, lo, notes)
+                if not alg:
+                    continue  # no rule: Open MPI's fixed decision
+                rule: dict[str, Any] = {"msg_size_min": start, "alg": OPENMPI[(coll, r.algorithm)].name}
+                if i + 1 < len(sizes):
+                    rule["msg_size_max"] = sizes[i + 1][0] - 1
+                rule.update({k: v for k, v in (("faninout", fan), ("seg_size", seg), ("reqs", req)) if v})
+                rules.append(rule)
+            comm_rules.append({"comm_size_min": lo, "comm_size_max": hi, "rules": rules})
+        colls[coll] = comm_rules
+    return {"collectives": colls}, notes
+
+
+def _cap(name: str) -> str:
+    return name[0].upper() + name[1:]
+
+
+def _mpich_leaf(collective: str, algorithm: str, params: dict[str, Any]) -> dict[str, Any]:
+    keys = {f"{k}={v}": {} for k, v in params.items()}
+    return {f"algorithm=MPIR_{_cap(collective)}_intra_{algorithm}": keys}
+
+
+def mpich_default(collective: str) -> dict[str, Any]:
+    """MPICH 5.0's default intra-communicator decision for ``collective`` (flat hierarchy), as a
+    selection subtree: what a ``native`` rule hands back to MPICH."""
+    leaf = _mpich_leaf
+    if collective == "bcast":
+        return {"comm_size<8": leaf("bcast", "binomial", {}),
+                "comm_size=pow2": {"avg_msg_size<=12288": leaf("bcast", "binomial", {}),
+                                   "avg_msg_size<=524288": leaf("bcast", "scatter_recursive_doubling_allgather", {}),
+                                   "avg_msg_size=any": leaf("bcast", "scatter_ring_allgather", {})},
+                "comm_size=any": {"avg_msg_size<=12288": leaf("bcast", "binomial", {}),
+                                  "avg_msg_size=any": leaf("bcast", "scatter_ring_allgather", {})}}
+    if collective in ("scatter", "gather"):
+        return leaf(collective, "binomial", {})
+    if collective == "allgather":
+        return {"comm_size=pow2": {"total_msg_size<524288": leaf("allgather", "recursive_doubling", {}),
+                                   "total_msg_size=any": leaf("allgather", "ring", {})},
+                "comm_size=any": {"total_msg_size<81920": leaf("allgather", "brucks", {}),
+                                  "total_msg_size=any": leaf("allgather", "ring", {})}}
+    if collective == "alltoall":
+        return {"comm_size<8": {"avg_msg_size<=32768": leaf("alltoall", "scattered", {}),
+                                "avg_msg_size=any": leaf("alltoall", "pairwise", {})},
+                "comm_size=any": {"avg_msg_size<=256": leaf("alltoall", "brucks", {}),
+                                  "avg_msg_size<=32768": leaf("alltoall", "scattered", {}),
+                                  "avg_msg_size=any": leaf("alltoall", "pairwise", {})}}
+    if collective == "reduce":
+        return {"avg_msg_size<=2048": leaf("reduce", "binomial", {}),
+                "avg_msg_size=any": _guard_pof2("reduce", "reduce_scatter_gather", "binomial")}
+    if collective == "allreduce":
+        return {"avg_msg_size<=8": leaf("allreduce", "recursive_doubling", {}),
+                "avg_msg_size=any": _guard_pof2("allreduce", "reduce_scatter_allgather", "recursive_doubling")}
+    if collective == "barrier":
+        return leaf("barrier", "k_dissemination", {"k": 2})
+    raise ValueError(f"no MPICH default for {collective!r}")
+
+
+def _guard_pof2(collective: str, algorithm: str, fallback: str) -> dict[str, Any]:
+    """MPICH's reduce-scatter algorithms need a built-in op and count >= the largest power of
+    two <= P; elsewhere they are replaced by ``fallback``, as MPICH's own tree does."""
+    return {"is_op_built_in=yes": {"count<pow2": _mpich_leaf(collective, fallback, {}),
+                                   "count=any": _mpich_leaf(collective, algorithm, {})},
+            "is_op_built_in=no": _mpich_leaf(collective, fallback, {})}
+
+
+def _mpich_branch(collective: str, rule: Rule, procs_max: int, notes: list[str]) -> dict[str, Any]:
+    if rule.algorithm == NATIVE:
+        return mpich_default(collective)
+    m: MPICHAlgorithm = MPICH[(collective, rule.algorithm)]
+    _note(notes, "MPICH", collective, rule.algorithm, f"MPIR_{_cap(collective)}_intra_{m.name}", m.exact, m.note)
+    params = dict(m.params)
+    if m.chunk_from:
+        params["chunk_size"] = int(rule.params[m.chunk_from])
+    if m.k_from:
+        params["k"] = max(1, procs_max - 1) if m.k_from == "procs" else int(rule.params[m.k_from])
+    if m.name in ("reduce_scatter_gather", "reduce_scatter_allgather"):
+        return _guard_pof2(collective, m.name, "binomial" if collective == "reduce" else "recursive_doubling")
+    if (collective, m.name) == ("allreduce", "ring"):
+        return {"is_commutative=yes": _mpich_leaf(collective, "ring", {}),
+                "is_commutative=no": _mpich_leaf(collective, "recursive_doubling", {})}
+    if m.pow2_only:
+        return {"comm_size=pow2": _mpich_leaf(collective, m.name, params),
+                "comm_size=any": _mpich_leaf(collective, m.pow2_only, {})}
+    return _mpich_leaf(collective, m.name, params)
+
+
+def _mpich_sizes(collective: str, block: Block, procs: int, procs_max: int, notes: list[str]) -> dict[str, Any]:
+    if collective == "barrier":
+        return _mpich_branch(collective, block.rules[0], procs_max, notes)
+    avg = collective in MPICH_AVG
+    key, scale = ("avg_msg_size", 1) if avg else ("total_msg_size", procs)
+    out: dict[str, Any] = {}
+    for r in block.rules:
+        cond = f"{key}=any" if r.size_max is None else f"{key}<={r.size_max * scale}"
+        out[cond] = _mpich_branch(collective, r, procs_max, notes)
+    return out
+
+
+#: Intercommunicator containers (colltune tunes intracommunicators only) and the collectives
+#: colltune does not tune, each with one safe MPICH algorithm.
+_MPICH_INTER = {
+    "bcast": "MPIR_Bcast_inter_remote_send_local_bcast", "scatter": "MPIR_Scatter_inter_linear",
+    "gather": "MPIR_Gather_inter_linear", "allgather": "MPIR_Allgather_inter_local_gather_remote_bcast",
+    "alltoall": "MPIR_Alltoall_inter_pairwise_exchange", "reduce": "MPIR_Reduce_inter_local_reduce_remote_send",
+    "allreduce": "MPIR_Allreduce_inter_reduce_exchange_bcast", "barrier": "MPIR_Barrier_inter_bcast",
+}
+_MPICH_UNTUNED = {
+    "allgatherv": {"comm_type=intra": "MPIR_Allgatherv_intra_ring",
+                   "comm_type=inter": "MPIR_Allgatherv_inter_remote_gather_local_bcast"},
+    "alltoallv": {"comm_type=intra": "MPIR_Alltoallv_intra_scattered",
+                  "comm_type=inter": "MPIR_Alltoallv_inter_pairwise_exchange"},
+    "alltoallw": {"comm_type=intra": "MPIR_Alltoallw_intra_scattered",
+                  "comm_type=inter": "MPIR_Alltoallw_inter_pairwise_exchange"},
+    "reduce_scatter": {"comm_type=intra": "MPIR_Reduce_scatter_intra_recursive_doubling",
+                       "comm_type=inter": "MPIR_Reduce_scatter_inter_remote_reduce_local_scatter"},
+    "reduce_scatter_block": {"comm_type=intra": "MPIR_Reduce_scatter_block_intra_recursive_doubling",
+                             "comm_type=inter": "MPIR_Reduce_scatter_block_inter_remote_reduce_local_scatter"},
+    "gatherv": {"": "MPIR_Gatherv_allcomm_linear"},
+    "scatterv": {"": "MPIR_Scatterv_allcomm_linear"},
+    "scan": {"": "MPIR_Scan_intra_recursive_doubling"},
+    "exscan": {"": "MPIR_Exscan_intra_recursive_doubling"},
+    **{f"neighbor_{n}": {"": f"MPIR_Neighbor_{n}_allcomm_nb"}
+       for n in ("allgather", "allgatherv", "alltoall", "alltoallv", "alltoallw")},
+    "ibarrier": {"comm_type=intra": "MPIR_Ibarrier_intra_sched_recursive_doubling",
+                 "comm_type=inter": "MPIR_Ibarrier_inter_sched_bcast"},
+    "ibcast": {"comm_type=intra": "MPIR_Ibcast_intra_sched_binomial", "comm_type=inter": "MPIR_Ibcast_inter_sched_flat"},
+    "iallreduce": {"comm_type=intra": "MPIR_Iallreduce_intra_sched_recursive_doubling",
+                   "comm_type=inter": "MPIR_Iallreduce_inter_sched_remote_reduce_local_bcast"},
+    "iallgather": {"comm_type=intra": "MPIR_Iallgather_intra_sched_ring",
+                   "comm_type=inter": "MPIR_Iallgather_inter_sched_local_gather_remote_bcast"},
+    "iallgatherv": {"comm_type=intra": "MPIR_Iallgatherv_intra_sched_ring",
+                    "comm_type=inter": "MPIR_Iallgatherv_inter_sched_remote_gather_local_bcast"},
+    "ialltoall": {"comm_type=intra": "MPIR_Ialltoall_intra_sched_pairwise",
+                  "comm_type=inter": "MPIR_Ialltoall_inter_sched_pairwise_exchange"},
+    "ialltoallv": {"comm_type=intra": "MPIR_Ialltoallv_intra_sched_blocked",
+                   "comm_type=inter": "MPIR_Ialltoallv_inter_sched_pairwise_exchange"},
+    "ialltoallw": {"comm_type=intra": "MPIR_Ialltoallw_intra_sched_blocked",
+                   "comm_type=inter": "MPIR_Ialltoallw_inter_sched_pairwise_exchange"},
+    "ireduce": {"comm_type=intra": "MPIR_Ireduce_intra_sched_binomial",
+                "comm_type=inter": "MPIR_Ireduce_inter_sched_local_reduce_remote_send"},
+    "ireduce_scatter": {"comm_type=intra": "MPIR_Ireduce_scatter_intra_sched_recursive_doubling",
+                        "comm_type=inter": "MPIR_Ireduce_scatter_inter_sched_remote_reduce_local_scatterv"},
+    "ireduce_scatter_block": {
+        "comm_type=intra": "MPIR_Ireduce_scatter_block_intra_sched_recursive_doubling",
+        "comm_type=inter": "MPIR_Ireduce_scatter_block_inter_sched_remote_reduce_local_scatterv"},
+    "igather": {"comm_type=intra": "MPIR_Igather_intra_sched_binomial",
+                "comm_type=inter": "MPIR_Igather_inter_sched_long"},
+    "iscatter": {"comm_type=intra": "MPIR_Iscatter_intra_sched_binomial",
+                 "comm_type=inter": "MPIR_Iscatter_inter_sched_linear"},
+    "igatherv": {"": "MPIR_Igatherv_allcomm_sched_linear"},
+    "iscatterv": {"": "MPIR_Iscatterv_allcomm_sched_linear"},
+    "iscan": {"": "MPIR_Iscan_intra_sched_recursive_doubling"},
+    "iexscan": {"": "MPIR_Iexscan_intra_sched_recursive_doubling"},
+    **{f"ineighbor_{n}": {"": f"MPIR_Ineighbor_{n}_allcomm_sched_linear"}
+       for n in ("allgather", "allgatherv", "alltoall", "alltoallv", "alltoallw")},
+}
+
+
+def _inplace_guard(body: dict[str, Any]) -> dict[str, Any]:
+    """An in-place alltoall (MPI_IN_PLACE) needs MPICH's sendrecv-replace algorithm."""
+    return {"is_sendbuf_inplace=yes": _mpich_leaf("alltoall", "pairwise_sendrecv_replace", {}),
+            "is_sendbuf_inplace=no": body}
+
+
+def mpich_json(table: DecisionTable) -> tuple[dict[str, Any], list[str]]:
+    """The MPICH selection tree for ``MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE``: every collective
+    MPICH selects for (MPICH asserts when a called one has no branch), the tuned ones from the
+    table and the others with one safe algorithm each; and the notes on nearest equivalents."""
+    notes: list[str] = []
+    tree: dict[str, Any] = {}
+    for coll, inter in _MPICH_INTER.items():
+        blocks = table.collectives.get(coll, ())
+        default = mpich_default(coll)
+        if coll == "alltoall":
+            default = _inplace_guard(default)
+        intra: dict[str, Any] = {}
+        if blocks and blocks[0].procs_min > 1:
+            intra[f"comm_size<={blocks[0].procs_min - 1}"] = default
+        for lo, hi, block in _procs_blocks(blocks, coll not in MPICH_AVG and coll != "barrier"):
+            body = _mpich_sizes(coll, block, lo, hi, notes)
+            intra[f"comm_size<={hi}"] = _inplace_guard(body) if coll == "alltoall" else body
+        intra["comm_size=any"] = default
+        tree[f"collective={coll}"] = {"comm_type=intra": intra, "comm_type=inter": {f"algorithm={inter}": {}}}
+    for coll, branches in _MPICH_UNTUNED.items():
+        if "" in branches:
+            tree[f"collective={coll}"] = {f"algorithm={branches['']}": {}}
+        else:
+            tree[f"collective={coll}"] = {cond: {f"algorithm={alg}": {}} for cond, alg in branches.items()}
+    return tree, notes
+
+
+def mpich_text(table: DecisionTable) -> tuple[str, list[str]]:
+    """:func:`mpich_json` as text."""
+    tree, notes = mpich_json(table)
+    return json.dumps(tree, indent=1) + "\n", notes
+
+
+def openmpi_json_text(table: DecisionTable) -> tuple[str, list[str]]:
+    """:func:`openmpi_json` as text."""
+    tree, notes = openmpi_json(table)
+    return json.dumps(tree, indent=1) + "\n", notes

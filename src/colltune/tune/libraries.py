@@ -1,0 +1,181 @@
+"""colltune's algorithms in the MPI libraries' terms: Open MPI coll/tuned numbers and MPICH names.
+
+Each registry algorithm maps to the library's nearest equivalent.  ``exact=False`` marks a
+mapping that is only the closest the library has; its ``note`` says what differs, and the export
+repeats it.  Every registry algorithm has an entry in both maps: importing this module checks it.
+
+Open MPI numbers are those of Open MPI 5.0 (``ompi_info --param coll tuned --level 9`` lists them);
+MPICH names are the selection-tree containers of MPICH 5.0 (``MPIR_<Coll>_intra_<name>``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from colltune.algorithms import REGISTRY
+
+
+@dataclass(frozen=True)
+class OpenMPIAlgorithm:
+    """A coll/tuned algorithm: its number, and how colltune's parameters fill a rule's
+    fan-in/out, segment size and (rule file version 2) maximum requests."""
+
+    number: int
+    name: str
+    exact: bool = True
+    note: str = ""
+    faninout: int = 0
+    segsize_from: str | None = None
+    max_requests_from: str | None = None
+
+
+@dataclass(frozen=True)
+class MPICHAlgorithm:
+    """An MPICH selection container (``algorithm=MPIR_<Coll>_intra_<name>``) and its fixed
+    parameters; ``chunk_from`` names the colltune parameter that gives ``chunk_size``, and
+    ``k_from`` the one that gives ``k`` (``procs`` for the block's largest process count - 1).
+    ``pow2_only`` names the container MPICH must use instead on a process count that is not a
+    power of two (where the algorithm asserts)."""
+
+    name: str
+    exact: bool = True
+    note: str = ""
+    params: dict[str, Any] = field(default_factory=dict)
+    chunk_from: str | None = None
+    k_from: str | None = None
+    pow2_only: str | None = None
+
+
+#: Open MPI's collective ids (``COLLTYPE`` in coll_base_functions.h) for the classic rules file.
+OPENMPI_IDS = {"allgather": 0, "allreduce": 2, "alltoall": 3, "barrier": 6, "bcast": 7, "gather": 9,
+               "reduce": 11, "scatter": 15}
+
+_O = OpenMPIAlgorithm
+_ONLY_LINEAR = "Open MPI's basic linear algorithm"
+OPENMPI: dict[tuple[str, str], OpenMPIAlgorithm] = {
+    ("bcast", "flat_tree"): _O(1, "basic_linear"),
+    ("bcast", "flat_tree_rendezvous"): _O(1, "basic_linear", False, "no rendezvous step"),
+    ("bcast", "flat_tree_segmented"): _O(1, "basic_linear", False, "basic linear does not segment"),
+    ("bcast", "chain"): _O(2, "chain", faninout=1),
+    ("bcast", "chain_rendezvous"): _O(2, "chain", False, "no rendezvous step", faninout=1),
+    ("bcast", "chain_segmented"): _O(3, "pipeline", segsize_from="segment_size"),
+    ("bcast", "binary_tree"): _O(5, "binary_tree"),
+    ("bcast", "binomial_tree"): _O(6, "binomial"),
+    ("bcast", "binomial_tree_rendezvous"): _O(6, "binomial", False, "no rendezvous step"),
+    ("bcast", "binomial_tree_segmented"): _O(6, "binomial", segsize_from="segment_size"),
+    ("bcast", "knomial_tree"): _O(7, "knomial", False, "the radix is the MCA parameter "
+                                  "coll_tuned_bcast_algorithm_knomial_radix, not the rule's"),
+    ("bcast", "scatter_recursive_doubling_allgather"): _O(8, "scatter_allgather"),
+    ("bcast", "scatter_ring_allgather"): _O(9, "scatter_allgather_ring"),
+    ("bcast", "symmetric_async"): _O(9, "scatter_allgather_ring", False,
+                                     "pieces are forwarded by a ring, not directly to every rank"),
+    ("bcast", "given_tree"): _O(6, "binomial", False, "a given tree cannot be expressed"),
+    ("scatter", "flat_tree"): _O(1, "basic_linear"),
+    ("scatter", "chain"): _O(2, "binomial", False, "no chain scatter; binomial also forwards combined blocks"),
+    ("scatter", "chain_pipelined"): _O(1, "basic_linear", False, "no pipelined chain; " + _ONLY_LINEAR),
+    ("scatter", "binomial_tree"): _O(2, "binomial"),
+    ("scatter", "given_tree"): _O(2, "binomial", False, "a given tree cannot be expressed"),
+    ("gather", "flat_tree"): _O(1, "basic_linear"),
+    ("gather", "binomial_tree"): _O(2, "binomial"),
+    ("gather", "linear_synchronized"): _O(3, "linear_sync"),
+    ("gather", "coordinated"): _O(3, "linear_sync", False, "senders are synchronised one by one, not in windows"),
+    ("gather", "given_tree"): _O(2, "binomial", False, "a given tree cannot be expressed"),
+    ("allgather", "ring"): _O(4, "ring"),
+    ("allgather", "recursive_doubling"): _O(3, "recursive_doubling"),
+    ("allgather", "bruck"): _O(2, "bruck"),
+    ("allgather", "direct"): _O(4, "ring", False, "no direct exchange; ring moves the same bytes per rank"),
+    ("allgather", "gather_bcast"): _O(1, "linear"),
+    ("alltoall", "direct"): _O(1, "linear", False, "Open MPI rotates the order of peers"),
+    ("alltoall", "direct_rotated"): _O(1, "linear"),
+    ("alltoall", "pairwise_exchange"): _O(2, "pairwise"),
+    ("alltoall", "recv_all_xor_sends"): _O(2, "pairwise", False, "pairs by rotation, not by XOR"),
+    ("alltoall", "bruck"): _O(3, "modified_bruck"),
+    ("alltoall", "linear_throttled"): _O(4, "linear_sync", max_requests_from="max_outstanding"),
+    ("reduce", "flat_tree"): _O(1, "linear"),
+    ("reduce", "binomial_tree"): _O(5, "binomial"),
+    ("reduce", "chain"): _O(2, "chain", faninout=1),
+    ("reduce", "chain_segmented"): _O(3, "pipeline", segsize_from="segment_size"),
+    ("reduce", "reduce_scatter_gather"): _O(7, "rabenseifner"),
+    ("reduce", "given_tree"): _O(5, "binomial", False, "a given tree cannot be expressed"),
+    ("allreduce", "reduce_bcast"): _O(2, "nonoverlapping"),
+    ("allreduce", "recursive_doubling"): _O(3, "recursive_doubling"),
+    ("allreduce", "ring"): _O(5, "segmented_ring", segsize_from="segment_size"),
+    ("allreduce", "reduce_scatter_allgather"): _O(6, "rabenseifner"),
+    ("barrier", "linear"): _O(1, "linear"),
+    ("barrier", "dissemination"): _O(4, "bruck"),
+    ("barrier", "tree"): _O(6, "tree"),
+    ("barrier", "recursive_doubling"): _O(3, "recursive_doubling"),
+}
+
+_M = MPICHAlgorithm
+_KARY = {"tree_type": "kary", "is_non_blocking": 0, "topo_overhead": 0, "topo_diff_groups": 0,
+         "topo_diff_switches": 0, "topo_same_switches": 0}
+_PIPE = {"tree_type": "kary", "is_non_blocking": 0, "recv_pre_posted": 0}
+_ONLY_BINOMIAL = "MPICH has only a binomial {} in its selection tree"
+MPICH: dict[tuple[str, str], MPICHAlgorithm] = {
+    ("bcast", "flat_tree"): _M("tree", params={**_KARY}, k_from="procs"),
+    ("bcast", "flat_tree_rendezvous"): _M("tree", False, "no rendezvous step", {**_KARY}, k_from="procs"),
+    ("bcast", "flat_tree_segmented"): _M("pipelined_tree", params={**_PIPE}, chunk_from="segment_size",
+                                         k_from="procs"),
+    ("bcast", "chain"): _M("tree", params={**_KARY, "k": 1}),
+    ("bcast", "chain_rendezvous"): _M("tree", False, "no rendezvous step", {**_KARY, "k": 1}),
+    ("bcast", "chain_segmented"): _M("pipelined_tree", params={**_PIPE, "k": 1}, chunk_from="segment_size"),
+    ("bcast", "binary_tree"): _M("tree", params={**_KARY, "k": 2}),
+    ("bcast", "binomial_tree"): _M("binomial"),
+    ("bcast", "binomial_tree_rendezvous"): _M("binomial", False, "no rendezvous step"),
+    ("bcast", "binomial_tree_segmented"): _M("pipelined_tree", params={**_PIPE, "tree_type": "knomial_1", "k": 2},
+                                             chunk_from="segment_size"),
+    ("bcast", "knomial_tree"): _M("tree", params={**_KARY, "tree_type": "knomial_1"}, k_from="radix"),
+    ("bcast", "scatter_recursive_doubling_allgather"): _M("scatter_recursive_doubling_allgather",
+                                                          pow2_only="scatter_ring_allgather"),
+    ("bcast", "scatter_ring_allgather"): _M("scatter_ring_allgather"),
+    ("bcast", "symmetric_async"): _M("scatter_ring_allgather", False,
+                                     "pieces are forwarded by a ring, not directly to every rank"),
+    ("bcast", "given_tree"): _M("binomial", False, "a given tree cannot be expressed"),
+    **{("scatter", a): _M("binomial", a == "binomial_tree", "" if a == "binomial_tree" else
+                          _ONLY_BINOMIAL.format("scatter"))
+       for a in ("flat_tree", "chain", "chain_pipelined", "binomial_tree", "given_tree")},
+    **{("gather", a): _M("binomial", a == "binomial_tree", "" if a == "binomial_tree" else
+                         _ONLY_BINOMIAL.format("gather"))
+       for a in ("flat_tree", "binomial_tree", "linear_synchronized", "coordinated", "given_tree")},
+    ("allgather", "ring"): _M("ring"),
+    ("allgather", "recursive_doubling"): _M("recursive_doubling", pow2_only="brucks"),
+    ("allgather", "bruck"): _M("brucks"),
+    ("allgather", "direct"): _M("ring", False, "no direct exchange; ring moves the same bytes per rank"),
+    ("allgather", "gather_bcast"): _M("ring", False, "no gather + broadcast allgather"),
+    ("alltoall", "direct"): _M("scattered", False, "MPICH posts requests in batches of MPIR_CVAR_ALLTOALL_THROTTLE"),
+    ("alltoall", "direct_rotated"): _M("scattered", False,
+                                       "MPICH posts requests in batches of MPIR_CVAR_ALLTOALL_THROTTLE"),
+    ("alltoall", "linear_throttled"): _M("scattered", False, "the batch size is MPIR_CVAR_ALLTOALL_THROTTLE, "
+                                         "not the rule's max_outstanding"),
+    ("alltoall", "pairwise_exchange"): _M("pairwise"),
+    ("alltoall", "recv_all_xor_sends"): _M("pairwise", False, "pairs by XOR only on 2^k ranks"),
+    ("alltoall", "bruck"): _M("brucks"),
+    ("reduce", "flat_tree"): _M("binomial", False, "no linear reduce in the selection tree"),
+    ("reduce", "binomial_tree"): _M("binomial"),
+    ("reduce", "chain"): _M("binomial", False, "no chain reduce in the selection tree"),
+    ("reduce", "chain_segmented"): _M("binomial", False, "no pipelined reduce in the selection tree"),
+    ("reduce", "reduce_scatter_gather"): _M("reduce_scatter_gather"),
+    ("reduce", "given_tree"): _M("binomial", False, "a given tree cannot be expressed"),
+    ("allreduce", "reduce_bcast"): _M("recursive_doubling", False, "no reduce + broadcast allreduce"),
+    ("allreduce", "recursive_doubling"): _M("recursive_doubling"),
+    ("allreduce", "ring"): _M("ring", False, "MPICH's ring does not segment"),
+    ("allreduce", "reduce_scatter_allgather"): _M("reduce_scatter_allgather"),
+    ("barrier", "linear"): _M("k_dissemination", False, "no linear barrier in the selection tree", {"k": 2}),
+    ("barrier", "dissemination"): _M("k_dissemination", params={"k": 2}),
+    ("barrier", "tree"): _M("k_dissemination", False, "no tree barrier in the selection tree", {"k": 2}),
+    ("barrier", "recursive_doubling"): _M("k_dissemination", False, "dissemination has the same rounds on 2^k ranks", {"k": 2}),
+}
+
+
+def _check_complete() -> None:
+    names = {(a.collective, a.name) for a in REGISTRY}
+    for label, table in (("Open MPI", OPENMPI), ("MPICH", MPICH)):
+        missing, extra = names - set(table), set(table) - names
+        if missing or extra:
+            raise RuntimeError(f"the {label} map does not match the registry: missing {sorted(missing)}, "
+                               f"unknown {sorted(extra)}")
+
+
+_check_complete()

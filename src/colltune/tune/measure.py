@@ -1,0 +1,85 @@
+"""Timing collectives in the running MPI job: the measuring tuner and ``colltune bench``.
+
+One timing of a candidate: every rank builds the plan (:func:`colltune.runtime.plan`) on buffers
+of the right sizes, runs it ``warmup`` times, then ``reps`` times, each after a barrier, timing
+its own call with ``MPI.Wtime``.  A repetition's time is the slowest rank's (one ``allreduce``
+with MAX over the vector of repetitions, so every rank holds the same numbers and takes the same
+decisions), and the result is the median of the repetitions with its quartiles.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from mpi4py import MPI
+
+from colltune.collectives import Problem, get_collective
+from colltune.errors import ParameterError
+from colltune.models import Unavailable
+from colltune.runtime.api import plan
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Median and quartiles of a collective's time, in seconds, over ``reps`` repetitions."""
+
+    median: float
+    q1: float
+    q3: float
+    reps: int
+
+
+def _buffers(collective: str, procs: int, me: int, size: int) -> tuple[Any, ...]:
+    """Buffers for ``collective`` with blocks of ``size`` bytes (uint8 data; root 0)."""
+    send, recv = get_collective(collective).buffers(Problem(collective, procs, 0, size))
+    if collective == "bcast":
+        return (np.zeros(recv[me], np.uint8),)
+    if get_collective(collective).synchronizes:
+        return ()
+    return np.ones(send[me], np.uint8), np.zeros(recv[me], np.uint8)
+
+
+def time_collective(comm: MPI.Comm, collective: str, algorithm: str, size: int, params: dict[str, Any],
+                    reps: int, warmup: int) -> Timing:
+    """Time one collective call (collective: every rank of ``comm`` calls it with the same arguments)."""
+    procs, me = comm.Get_size(), comm.Get_rank()
+    op = "sum" if get_collective(collective).reduces else None
+    with plan(collective, *_buffers(collective, procs, me, size), comm=comm, algorithm=algorithm, op=op,
+              **params) as p:
+        for _ in range(warmup):
+            p.run()
+        mine = np.empty(reps)
+        for i in range(reps):
+            comm.Barrier()
+            t0 = MPI.Wtime()
+            p.run()
+            mine[i] = MPI.Wtime() - t0
+    slowest = np.empty(reps)
+    comm.Allreduce(mine, slowest, op=MPI.MAX)
+    q1, med, q3 = np.percentile(slowest, [25, 50, 75])
+    return Timing(float(med), float(q1), float(q3), reps)
+
+
+@dataclass
+class MeasurePricer:
+    """Prices by timing each candidate in the running job (the tuner's ``--method measure``).
+
+    ``procs`` must be the communicator's size: a measurement can only be made at the job's P.
+    """
+
+    comm: MPI.Comm
+    reps: int = 10
+    warmup: int = 2
+    searches_segments: bool = False
+
+    def price(self, collective: str, algorithm: str, procs: int, size: int,
+              params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+        if procs != self.comm.Get_size():
+            raise Unavailable(f"a measurement runs at the job's {self.comm.Get_size()} processes, not {procs}")
+        try:
+            t = time_collective(self.comm, collective, algorithm, size, params, self.reps, self.warmup)
+        except ParameterError as exc:
+            raise Unavailable(str(exc)) from None
+        return t.median, dict(params)

@@ -1,0 +1,282 @@
+"""Build a decision table: price every candidate, find the crossovers, keep the fastest.
+
+For each collective and each tuned process count the tuner prices every candidate (each
+registered algorithm, its tunable parameters searched, plus ``native``) on a geometric grid of
+sizes 0, 1, 2, 4, ... up to the largest size.  Between two neighbouring grid sizes whose fastest
+choices differ, it bisects on the crossover of those two choices (paper 003 section 3: choose
+the best strategy per (P, m) from the models) down to one byte, then prices every candidate on
+both sides of the crossover again in case a third one wins there.  A *choice* is an algorithm
+with fixed parameters, so a segment size that changes with the message size also gets exact
+boundaries.
+
+Pricers say what a candidate costs: :class:`ModelPricer` (the analytic formulas,
+:func:`colltune.models.predict`), :class:`SimPricer` (the
+simulator) and, under MPI, :class:`colltune.tune.measure.MeasurePricer`.  ``native`` wins ties,
+and wins where it cannot be priced (no formula for its equivalent, :mod:`colltune.tune.native`),
+so a table never picks an algorithm that is not known to be strictly faster than the MPI
+library's own.  Among parameter values that tie, the algorithm's default wins.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from colltune.algorithms import REGISTRY, Algorithm
+from colltune.collectives import get_collective
+from colltune.errors import ColltuneError, ParameterError
+from colltune.models import Unavailable, predict
+from colltune.models.params import ParamSet
+from colltune.profiles.format import Provenance
+from colltune.sim import simulate
+from colltune.tune.native import native_equivalent
+from colltune.tune.table import NATIVE, Block, Candidate, DecisionTable, Method, Rule, Sample
+
+
+def _segment_sizes(procs: int, size: int) -> list[int]:
+    """Powers of two from m/64 up to the first one >= m: paper 003's s = m / 2^i (section 3) for
+    m a power of two, kept to powers of two for other m so that neighbouring sizes share a segment
+    size (and a rule), as the MPI libraries' segment sizes do."""
+    top = max(0, (size - 1).bit_length()) if size > 0 else 0
+    return [1 << k for k in range(max(0, top - 6), top + 1)]
+
+
+#: Values tried for each tunable parameter at ``(procs, size)``, by parameter name.
+SEARCH: dict[str, Callable[[int, int], list[Any]]] = {
+    "segment_size": _segment_sizes,
+    "radix": lambda procs, size: [2, 3, 4, 8],
+    "max_outstanding": lambda procs, size: [1, 4, 32],
+}
+
+Choice = tuple[str, tuple[tuple[str, Any], ...]]
+
+
+def choice(algorithm: str, params: dict[str, Any]) -> Choice:
+    """A hashable (algorithm, sorted parameters) pair."""
+    return algorithm, tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in params.items()))
+
+
+class Pricer(Protocol):
+    """What one call of a candidate costs (seconds, or the profile's units)."""
+
+    #: True if :meth:`price` searches ``segment_size`` itself when it is not given.
+    searches_segments: bool
+
+    def price(self, collective: str, algorithm: str, procs: int, size: int,
+              params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+        """``(time, params used)``; raises :class:`Unavailable` where the candidate cannot be priced.
+        ``algorithm`` may be ``native``."""
+
+
+@dataclass
+class ModelPricer:
+    """Prices from the analytic cost formulas of ``model`` (:mod:`colltune.models.costs`)."""
+
+    params: ParamSet
+    model: str
+    searches_segments: bool = False
+
+    def price(self, collective: str, algorithm: str, procs: int, size: int,
+              params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+        if algorithm == NATIVE:
+            algorithm, params = native_equivalent(collective, procs, size)
+        p = predict(self.params, self.model, collective, algorithm, procs, size, **params)
+        return p.time, p.params
+
+
+@dataclass
+class SimPricer:
+    """Prices by simulating the schedule on the network model ``network`` (:mod:`colltune.sim`)."""
+
+    params: ParamSet
+    network: str
+    searches_segments: bool = False
+
+    def price(self, collective: str, algorithm: str, procs: int, size: int,
+              params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+        if algorithm == NATIVE:
+            algorithm, params = native_equivalent(collective, procs, size)
+        alg = REGISTRY.get(collective, algorithm)
+        try:
+            schedule = alg.schedule(procs, 0, size, **params)
+        except ParameterError as exc:
+            raise Unavailable(str(exc)) from None
+        try:
+            total = simulate(schedule, self.network, self.params).total
+        except ColltuneError as exc:
+            raise Unavailable(f"{collective}/{algorithm}: {exc}") from None
+        return total, dict(schedule.meta["params"])
+
+
+def candidates(collective: str) -> list[Algorithm]:
+    """The registry algorithms the tuner considers for ``collective``: all but those built for a
+    given topology (an ``edges`` parameter; ``colltune grid`` chooses those)."""
+    return [a for a in REGISTRY.select(collective) if not any(p.name == "edges" for p in a.params)]
+
+
+def grid_sizes(max_size: int) -> list[int]:
+    """0, 1, 2, 4, ... (powers of two below ``max_size``), then ``max_size`` itself."""
+    sizes = [0] + [1 << i for i in range(max(0, max_size.bit_length())) if (1 << i) < max_size]
+    return sorted(set(sizes + [max_size]))
+
+
+def _order(c: Candidate) -> tuple[float, int, str]:
+    return c.time, c.algorithm != NATIVE, c.algorithm
+
+
+@dataclass
+class Tuner:
+    """Decides one collective at one process count; remembers every price it asked for."""
+
+    pricer: Pricer
+    collective: str
+    procs: int
+    resolution: float = 0.0
+    samples: dict[int, Sample] = field(default_factory=dict)
+    _prices: dict[tuple[Choice, int], float] = field(default_factory=dict)
+
+    def _combos(self, alg: Algorithm, size: int) -> list[dict[str, Any]]:
+        """The parameter combinations to try, the defaults first (so that they win ties)."""
+        spaces = [[(p.name, v) for v in dict.fromkeys([p.default, *SEARCH[p.name](self.procs, size)])]
+                  for p in alg.params
+                  if p.name in SEARCH and not (p.name == "segment_size" and self.pricer.searches_segments)]
+        return [dict(c) for c in itertools.product(*spaces)]
+
+    def sample(self, size: int) -> Sample:
+        """Every candidate at ``size`` bytes, each with its best parameters, fastest first."""
+        if size in self.samples:
+            return self.samples[size]
+        found: list[Candidate] = []
+        for name in [NATIVE] + [a.name for a in candidates(self.collective)]:
+            combos = [{}] if name == NATIVE else self._combos(REGISTRY.get(self.collective, name), size)
+            best: Candidate | None = None
+            for params in combos:
+                try:
+                    t, used = self.pricer.price(self.collective, name, self.procs, size, params)
+                except Unavailable:
+                    if name == NATIVE:
+                        self._prices[(choice(NATIVE, {}), size)] = -math.inf
+                    continue
+                if name == NATIVE:
+                    used = {}
+                self._prices[(choice(name, used), size)] = t
+                if best is None or t < best.time:
+                    best = Candidate(algorithm=name, params=used, time=t)
+            if best is not None:
+                found.append(best)
+        found.sort(key=_order)
+        self.samples[size] = Sample(procs=self.procs, size=size, candidates=tuple(found))
+        return self.samples[size]
+
+    def time(self, ch: Choice, size: int) -> float:
+        """The time of one fixed choice at ``size``: inf where it cannot be priced, except for
+        ``native``, which an unpriced native beats everything (-inf): nothing is known to be faster."""
+        key = (ch, size)
+        if key not in self._prices:
+            name, params = ch
+            try:
+                self._prices[key] = self.pricer.price(self.collective, name, self.procs, size,
+                                                      {} if name == NATIVE else dict(params))[0]
+            except Unavailable:
+                self._prices[key] = -math.inf if name == NATIVE else math.inf
+        return self._prices[key]
+
+    def winner(self, size: int) -> Choice:
+        """The fastest choice at ``size``; ``native`` where it is fastest or cannot be priced."""
+        s = self.sample(size)
+        if not s.candidates or all(c.algorithm != NATIVE for c in s.candidates):
+            return choice(NATIVE, {})
+        return choice(s.candidates[0].algorithm, s.candidates[0].params)
+
+    def _beats(self, a: Choice, b: Choice, size: int) -> bool:
+        """True if ``a`` is at least as good as ``b`` at ``size`` (native wins ties)."""
+        ta, tb = self.time(a, size), self.time(b, size)
+        return ta < tb or (ta == tb and (a[0] == NATIVE or b[0] != NATIVE))
+
+    def _refine(self, lo: int, hi: int, depth: int = 0) -> None:
+        """Find the exact boundaries between ``lo`` and ``hi`` (both sampled)."""
+        a, b = self.winner(lo), self.winner(hi)
+        if a == b or hi - lo <= max(1, int(self.resolution * lo)) or depth > 8:
+            return
+        left, right = lo, hi
+        while right - left > max(1, int(self.resolution * left)):
+            mid = (left + right) // 2
+            if self._beats(a, b, mid):
+                left = mid
+            else:
+                right = mid
+        if left != lo:
+            self.sample(left)
+            self._refine(lo, left, depth + 1)
+        if right != hi:
+            self.sample(right)
+            self._refine(right, hi, depth + 1)
+
+    def rules(self, sizes: Sequence[int]) -> tuple[Rule, ...]:
+        """The size rules from the grid ``sizes`` (ascending, starting at 0), boundaries refined."""
+        for s in sizes:
+            self.sample(s)
+        for lo, hi in itertools.pairwise(sizes):
+            self._refine(lo, hi)
+        points = sorted(self.samples)
+        rules: list[Rule] = []
+        prev: Choice | None = None
+        for i, s in enumerate(points):
+            w = self.winner(s)
+            if w != prev:
+                start = 0 if not rules else s
+                if rules:
+                    rules[-1] = rules[-1].model_copy(update={"size_max": start - 1})
+                below = prev[0] if prev is not None else None
+                rules.append(Rule(size_min=start, size_max=None, algorithm=w[0], params=dict(w[1]),
+                                  crossover=(below, w[0]) if below is not None and points[i - 1] == s - 1 else None))
+                prev = w
+        return tuple(rules)
+
+
+def _blocks(per_procs: list[tuple[int, tuple[Rule, ...], tuple[Sample, ...]]]) -> tuple[Block, ...]:
+    """Blocks from the rules at each tuned process count, neighbours with equal rules merged.
+    A count's rules hold from it up to the next tuned count minus one."""
+    blocks: list[Block] = []
+    for i, (procs, rules, samples) in enumerate(per_procs):
+        top = per_procs[i + 1][0] - 1 if i + 1 < len(per_procs) else procs
+        if blocks and blocks[-1].rules == rules:
+            last = blocks[-1]
+            blocks[-1] = last.model_copy(update={"procs_max": top, "tuned_at": last.tuned_at + (procs,),
+                                                 "samples": last.samples + samples})
+        else:
+            blocks.append(Block(procs_min=procs, procs_max=top, tuned_at=(procs,), rules=rules, samples=samples))
+    return tuple(blocks)
+
+
+def tune_collective(pricer: Pricer, collective: str, procs_list: Iterable[int], max_size: int,
+                    resolution: float = 0.0, progress: Callable[[], None] | None = None) -> tuple[Block, ...]:
+    """The blocks of one collective: rules at each process count of ``procs_list`` for sizes
+    0 .. ``max_size`` bytes (a barrier has size 0 only)."""
+    sizes = [0] if get_collective(collective).synchronizes else grid_sizes(max_size)
+    per_procs = []
+    for procs in sorted(set(procs_list)):
+        t = Tuner(pricer, collective, procs, resolution)
+        rules = t.rules(sizes)
+        per_procs.append((procs, rules, tuple(t.samples[s] for s in sorted(t.samples))))
+        if progress is not None:
+            progress()
+    return _blocks(per_procs)
+
+
+def build_table(pricer: Pricer, method: Method, collectives: Iterable[str], procs_list: Sequence[int],
+                max_size: int, provenance: Provenance, *, model: str | None = None, profile: str | None = None,
+                time_unit: str = "s", native: str = "", resolution: float = 0.0,
+                progress: Callable[[], None] | None = None) -> DecisionTable:
+    """A :class:`DecisionTable` for ``collectives`` at the process counts ``procs_list`` (each >= 1)
+    and sizes up to ``max_size`` bytes, priced by ``pricer``."""
+    if not procs_list or min(procs_list) < 1:
+        raise ParameterError(f"process counts must be >= 1, got {list(procs_list)}")
+    if max_size < 0:
+        raise ParameterError(f"the largest size must be >= 0 bytes, got {max_size}")
+    table = {c: tune_collective(pricer, c, procs_list, max_size, resolution, progress) for c in collectives}
+    return DecisionTable(method=method, model=model, profile=profile, time_unit=time_unit,  # type: ignore[arg-type]
+                         native=native, provenance=provenance, collectives=table)
