@@ -106,16 +106,18 @@ def random_tree(procs: int, root: int, seed: int) -> tuple[tuple[int, int], ...]
     return tuple(edges)
 
 
-def run_bounded(command: list[str], timeout: float, what: str):  # type: ignore[no-untyped-def]
+def run_bounded(command: list[str], timeout: float, what: str, env=None):  # type: ignore[no-untyped-def]
     """Run ``command`` in a new session; on timeout kill the whole group and fail the test, so a
-    hang (of mpiexec, or of a rank it left behind) fails fast instead of blocking the suite."""
+    hang (of mpiexec, or of a rank it left behind) fails fast instead of blocking the suite.
+    ``env`` replaces the environment when given."""
     import os
     import signal
     import subprocess
 
     import pytest
 
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env=env)
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -123,3 +125,33 @@ def run_bounded(command: list[str], timeout: float, what: str):  # type: ignore[
         out, err = proc.communicate()
         pytest.fail(f"{what} hung for {timeout} s\nstdout:\n{out}\nstderr:\n{err[-4000:]}")
     return subprocess.CompletedProcess(command, proc.returncode, out, err)
+
+
+#: Bytes per size rule of :func:`every_algorithm_table`.
+RULE_STEP = 800
+#: Parameter values :func:`every_algorithm_table` gives, chosen to give uneven segments.
+SYNTHETIC_PARAMS = {"segment_size": 96, "radix": 3, "max_outstanding": 2}
+
+
+def every_algorithm_table(procs_max: int = 64):  # type: ignore[no-untyped-def]
+    """A decision table in which every candidate algorithm of every collective, and native, owns
+    one range of RULE_STEP bytes (rule i: sizes i*RULE_STEP .. (i+1)*RULE_STEP - 1, the last one
+    unbounded), for 1..procs_max processes; barriers alternate their algorithm by process count."""
+    from colltune.profiles.format import Provenance
+    from colltune.tune import NATIVE, Block, DecisionTable, Rule, candidates
+
+    colls = {}
+    for coll in ("bcast", "scatter", "gather", "allgather", "alltoall", "reduce", "allreduce", "barrier"):
+        names = [NATIVE] + [a.name for a in candidates(coll)]
+        params = {a.name: {p.name: SYNTHETIC_PARAMS[p.name] for p in a.params if p.name in SYNTHETIC_PARAMS}
+                  for a in candidates(coll)}
+        if coll == "barrier":
+            colls[coll] = tuple(Block(procs_min=p, procs_max=p, tuned_at=(p,), rules=(
+                Rule(size_min=0, algorithm=names[p % len(names)], params=params.get(names[p % len(names)], {})),))
+                for p in range(1, procs_max + 1))
+            continue
+        rules = tuple(Rule(size_min=i * RULE_STEP, size_max=None if i + 1 == len(names) else (i + 1) * RULE_STEP - 1,
+                           algorithm=n, params=params.get(n, {})) for i, n in enumerate(names))
+        colls[coll] = (Block(procs_min=1, procs_max=procs_max, tuned_at=(1,), rules=rules),)
+    return DecisionTable(method="model", model="hockney", profile="synthetic", provenance=Provenance(source="tests"),
+                         collectives=colls)

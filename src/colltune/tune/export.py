@@ -30,7 +30,9 @@ from colltune.tune.table import NATIVE, Block, DecisionTable, Rule
 #: non-commutative user operation), which its fixed rules avoid.
 _NONCOMMUTATIVE = ("left to Open MPI's fixed rules: a rules file cannot tell a non-commutative operation, "
                    "which several of Open MPI's algorithms combine out of rank order")
-OPENMPI_SKIPPED = {"reduce": _NONCOMMUTATIVE, "allreduce": _NONCOMMUTATIVE}
+OPENMPI_SKIPPED = {"reduce": _NONCOMMUTATIVE, "allreduce": _NONCOMMUTATIVE,
+                   "scatter": "left to Open MPI's fixed rules: Open MPI sizes a scatter from the send count, which "
+                              "only the root passes, so the ranks would pick different algorithms"}
 #: Collectives whose Open MPI message size is the whole buffer P*m.
 _OMPI_TOTAL = {"allgather", "alltoall", "gather", "scatter"}
 #: Collectives for which MPICH defines avg_msg_size; the others use total_msg_size.

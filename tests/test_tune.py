@@ -1,0 +1,288 @@
+"""Decision tables: building, boundaries, the file format, the exports, and both MPI libraries
+reading the exports in real mpiexec runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from helpers import RULE_STEP, every_algorithm_table, run_bounded
+
+from colltune.cli import main
+from colltune.profiles import load_profile
+from colltune.profiles.format import Provenance
+from colltune.tune import NATIVE, ModelPricer, TableError, Tuner, build_table, read_table, write_table
+from colltune.tune.export import MPICH_AVG, OPENMPI_SKIPPED, mpich_json, openmpi_json, openmpi_rules
+from colltune.tune.libraries import OPENMPI, OPENMPI_IDS
+
+MPI_DIR = Path(__file__).parent / "mpi"
+MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
+PROFILE = load_profile("builtin:ethernet-10g-tcp")
+PRICER = ModelPricer(PROFILE.models.hockney, "hockney")
+COLLS = ("bcast", "scatter", "gather", "allgather", "alltoall", "reduce", "allreduce", "barrier")
+
+
+@pytest.fixture(scope="module")
+def table():
+    return build_table(PRICER, "model", COLLS, [2, 3, 4, 8, 16], 1 << 20, Provenance(source="tests"),
+                       model="hockney", profile=PROFILE.name)
+
+
+def test_table_round_trips_through_its_file(table, tmp_path):
+    write_table(table, tmp_path / "t.json")
+    back = read_table(tmp_path / "t.json")
+    assert back == table
+    assert json.loads((tmp_path / "t.json").read_text())["version"] == 1
+
+
+def test_every_boundary_is_the_exact_crossover_of_the_two_candidates(table):
+    crossings = 0
+    for coll, blocks in table.collectives.items():
+        for block in blocks:
+            t = Tuner(PRICER, coll, block.tuned_at[0])
+            for below, above in zip(block.rules, block.rules[1:]):
+                edge = above.size_min
+                # a size exactly on the boundary belongs to the rule above, one byte less to the one below
+                assert table.lookup(coll, block.procs_min, edge) == (above.algorithm, above.params)
+                assert table.lookup(coll, block.procs_min, edge - 1) == (below.algorithm, below.params)
+                if above.crossover is None:
+                    continue
+                a = (below.algorithm, tuple(sorted(below.params.items())))
+                b = (above.algorithm, tuple(sorted(above.params.items())))
+                assert t.time(b, edge) < t.time(a, edge) or (t.time(b, edge) == t.time(a, edge) and b[0] == NATIVE)
+                assert t.time(a, edge - 1) <= t.time(b, edge - 1)
+                crossings += 1
+    assert crossings >= 10
+
+
+def test_native_is_never_predicted_slower_than_the_choice(table):
+    for coll, blocks in table.collectives.items():
+        for block in blocks:
+            for sample in block.samples:
+                best = sample.candidates[0] if sample.candidates else None
+                native = [c for c in sample.candidates if c.algorithm == NATIVE]
+                chosen = block.rule(sample.size)
+                if native and chosen.algorithm != NATIVE:
+                    assert best is not None and best.time < native[0].time
+
+
+def test_lookup_outside_the_table_is_native(table):
+    assert table.lookup("bcast", 1, 100) == (NATIVE, {})
+    assert table.lookup("bcast", 17, 100) == (NATIVE, {})
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d: d.update(version=2), "version: 2 is not supported"),
+    (lambda d: d["collectives"]["bcast"][0]["rules"][0].update(algorithm="nope"), "unknown bcast algorithm 'nope'"),
+    (lambda d: d["collectives"]["bcast"][0]["rules"][0].update(size_min=5), "must start at size 0"),
+    (lambda d: d["collectives"].update(wave=[]), "unknown collective 'wave'"),
+])
+def test_a_bad_table_file_names_the_problem(table, tmp_path, change, message):
+    data = json.loads(table.to_json())
+    change(data)
+    (tmp_path / "t.json").write_text(json.dumps(data))
+    with pytest.raises(TableError, match=re.escape(message)):
+        read_table(tmp_path / "t.json")
+
+
+def parse_openmpi_classic(text: str) -> dict[int, list[tuple[int, list[tuple[int, int, int, int, int]]]]]:
+    """An independent reader of the classic coll/tuned grammar: an optional rule-file-version-N
+    header, then integers (decimal, no leading zero) with # comments to end of line:
+    NCOLL { COLLID NCOMM { COMMSIZE NMSG { MSGSIZE ALG FANINOUT SEGSIZE [MAXREQ] } } }."""
+    lines = text.splitlines()
+    version = 1
+    if lines and lines[0].startswith("rule-file-version-"):
+        version = int(lines.pop(0).removeprefix("rule-file-version-"))
+    tokens = []
+    for line in lines:
+        for tok in line.split("#")[0].split():
+            assert re.fullmatch(r"0|[1-9][0-9]*", tok), f"not a plain decimal integer: {tok!r}"
+            tokens.append(int(tok))
+    it = iter(tokens)
+    width = 5 if version >= 2 else 4
+    out = {}
+    for _ in range(next(it)):
+        coll = next(it)
+        comms = []
+        for _ in range(next(it)):
+            size = next(it)
+            rules = [tuple(next(it) for _ in range(width)) for _ in range(next(it))]
+            assert rules[0][0] == 0, "message rules must start at 0"
+            assert [r[0] for r in rules] == sorted({r[0] for r in rules}), "message sizes must ascend"
+            comms.append((size, rules))
+        assert [c[0] for c in comms] == sorted({c[0] for c in comms}), "comm sizes must ascend"
+        out[coll] = comms
+    assert next(it, None) is None, "trailing numbers"
+    return out
+
+
+def test_openmpi_rules_read_back_give_the_table_decisions(table):
+    text, notes = openmpi_rules(table)
+    parsed = parse_openmpi_classic(text)
+    ids = {v: k for k, v in OPENMPI_IDS.items()}
+    assert {ids[c] for c in parsed} == set(COLLS) - set(OPENMPI_SKIPPED)
+    for cid, comms in parsed.items():
+        coll = ids[cid]
+        for procs in range(2, 18):
+            comm = [rules for size, rules in comms if size <= procs][-1]
+            scale = procs if coll in ("allgather", "alltoall", "gather", "scatter") else 0 if coll == "barrier" else 1
+            for m in (0, 1, 100, 5000, 70000, 1 << 20):
+                rule = [r for r in comm if r[0] <= m * scale][-1]
+                alg, params = table.lookup(coll, procs, m)
+                want = 0 if alg == NATIVE else OPENMPI[(coll, alg)].number
+                assert rule[1] == want, (coll, procs, m, rule, alg)
+                if want and OPENMPI[(coll, alg)].segsize_from:
+                    assert rule[3] == params["segment_size"]
+    assert any("has no exact equivalent" in n for n in notes) or all(
+        OPENMPI[(c, r.algorithm)].exact for c, bl in table.collectives.items() for b in bl for r in b.rules
+        if r.algorithm != NATIVE and c not in OPENMPI_SKIPPED)
+
+
+def test_openmpi_json_has_explicit_ranges(table):
+    tree, _ = openmpi_json(table)
+    for coll, comms in tree["collectives"].items():
+        for c in comms:
+            assert c["comm_size_min"] <= c["comm_size_max"]
+            for r in c["rules"]:
+                assert r["msg_size_min"] <= r.get("msg_size_max", r["msg_size_min"])
+
+
+def _walk(node, path=()):
+    for key, sub in node.items():
+        yield path + (key,)
+        yield from _walk(sub, path + (key,))
+
+
+def test_mpich_json_covers_every_collective_and_uses_avg_size_only_where_defined(table):
+    tree, _ = mpich_json(table)
+    for name in ("bcast", "allreduce", "ibcast", "scatterv", "neighbor_alltoallw", "ireduce_scatter_block"):
+        assert f"collective={name}" in tree
+    for path in _walk(tree):
+        coll = path[0].removeprefix("collective=")
+        if any(k.startswith("avg_msg_size") for k in path):
+            assert coll in MPICH_AVG, path
+        leaf = path[-1]
+        if leaf.startswith("algorithm="):
+            assert leaf.startswith(("algorithm=MPIR_", "algorithm=MPIDI_")), leaf
+
+
+def test_tune_cli_writes_table_and_exports(tmp_path):
+    out = tmp_path / "t.json"
+    res = CliRunner().invoke(main, ["tune", "--profile", "builtin:ethernet-10g-tcp", "--procs", "2-5",
+                                    "--max-size", "64KiB", "-o", str(out), "--openmpi-rules", str(tmp_path / "r"),
+                                    "--mpich-json", str(tmp_path / "m.json"), "--json"])
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.output)
+    assert read_table(out).collectives.keys() == set(COLLS)
+    assert parse_openmpi_classic((tmp_path / "r").read_text())
+    assert "collective=bcast" in json.loads((tmp_path / "m.json").read_text())
+    assert any("Open MPI: reduce is left" in n for n in summary["notes"])
+
+
+def test_tune_cli_rejects_bad_input(tmp_path):
+    res = CliRunner().invoke(main, ["tune", "-o", str(tmp_path / "t.json")])
+    assert res.exit_code == 2 and "needs --profile" in res.output
+    res = CliRunner().invoke(main, ["tune", "--profile", "builtin:ethernet-10g-tcp", "--procs", "x",
+                                    "-o", str(tmp_path / "t.json")])
+    assert res.exit_code == 2 and "--procs" in res.output
+    res = CliRunner().invoke(main, ["tune", "--profile", "builtin:ethernet-10g-tcp", "-o", str(tmp_path / "no" / "t")])
+    assert res.exit_code == 2 and "does not exist" in res.output
+    assert not (tmp_path / "t.json").exists()
+
+
+# ---- under MPI --------------------------------------------------------------------------------
+
+needs_mpi = pytest.mark.skipif(MPIEXEC is None, reason="mpiexec not found (install the mpich wheel)")
+LIBRARY_COUNTS = ",".join(str(c) for c in [0] + [i * (RULE_STEP // 8) + 50 for i in range(15)])
+
+
+@pytest.fixture(scope="module")
+def every(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("every")
+    t = every_algorithm_table()
+    write_table(t, folder / "table.json")
+    (folder / "mpich.json").write_text(json.dumps(mpich_json(t)[0]))
+    (folder / "ompi.rules").write_text(openmpi_rules(t)[0])
+    return folder
+
+
+@needs_mpi
+@pytest.mark.parametrize("procs", (1, 2, 3, 5, 8))
+def test_auto_runs_the_tables_algorithm_and_matches_native(every, procs):
+    res = run_bounded([MPIEXEC, "-n", str(procs), sys.executable, "-m", "mpi4py", str(MPI_DIR / "auto_check.py"),
+                       str(every / "table.json")], 300, f"auto_check on {procs}")
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert f"auto_check: P={procs}: 148 calls" in res.stdout
+
+
+@needs_mpi
+@pytest.mark.parametrize("procs", (1, 2, 3, 5, 8))
+def test_mpich_reads_the_exported_json_for_every_collective(every, procs):
+    env = {**os.environ, "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": str(every / "mpich.json"),
+           "MPIR_CVAR_DEVICE_COLLECTIVES": "none"}
+    res = run_bounded([MPIEXEC, "-n", str(procs), sys.executable, "-m", "mpi4py", str(MPI_DIR / "library_check.py"),
+                       LIBRARY_COUNTS], 300, f"library_check on {procs}", env=env)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert f"library check passed: P={procs}" in res.stdout
+
+
+@needs_mpi
+def test_mpich_really_reads_the_file(every, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"collective=bcast": {"algorithm=MPIR_Bcast_intra_nonexistent": {}}}))
+    env = {**os.environ, "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": str(bad), "MPIR_CVAR_DEVICE_COLLECTIVES": "none"}
+    res = run_bounded([MPIEXEC, "-n", "2", sys.executable, "-m", "mpi4py", str(MPI_DIR / "library_check.py"), "1"],
+                      120, "library_check with a bad file", env=env)
+    assert res.returncode != 0 and "unrecognized key" in res.stderr + res.stdout
+
+
+def _ompi(venv: Path, procs: int, rules: Path, counts: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    return run_bounded([str(venv / "bin" / "mpirun"), "--oversubscribe", "-n", str(procs),
+                        "--mca", "coll_tuned_use_dynamic_rules", "1", "--mca", "coll_tuned_dynamic_rules_filename",
+                        str(rules), str(venv / "bin" / "python"), "-m", "mpi4py", str(MPI_DIR / "library_check.py"),
+                        counts], 300, f"Open MPI library_check on {procs}", env=env)
+
+
+@pytest.mark.parametrize("procs", (1, 2, 3, 5, 8))
+def test_open_mpi_reads_the_exported_rules(every, openmpi_venv, procs):
+    res = _ompi(openmpi_venv, procs, every / "ompi.rules", LIBRARY_COUNTS)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
+    assert f"library check passed: P={procs}" in res.stdout
+
+
+def test_open_mpi_really_reads_the_rules(openmpi_venv, tmp_path):
+    bad = tmp_path / "bad.rules"
+    bad.write_text("rule-file-version-2\n1\n7\n1\n1\n1\n0 99 0 0 0\n")  # bcast algorithm 99 does not exist
+    res = _ompi(openmpi_venv, 2, bad, "1")
+    assert res.returncode != 0
+
+
+@needs_mpi
+@pytest.mark.parametrize("procs", (2, 3))
+def test_measure_tunes_inside_the_job(tmp_path, procs):
+    out = tmp_path / "m.json"
+    res = run_bounded([MPIEXEC, "-n", str(procs), sys.executable, "-m", "colltune", "tune", "--method", "measure",
+                       "-c", "bcast", "-c", "barrier", "--max-size", "4KiB", "--reps", "3", "-o", str(out),
+                       "--mpich-json", str(tmp_path / "m.mpich.json")], 300, "tune --method measure")
+    assert res.returncode == 0, res.stderr[-3000:]
+    t = read_table(out)
+    assert t.method == "measure" and t.provenance.procs == procs
+    assert [(b.procs_min, b.procs_max) for b in t.collectives["bcast"]] == [(procs, procs)]
+    assert all(c.time > 0 for s in t.collectives["bcast"][0].samples for c in s.candidates if s.size > 0)
+    assert (tmp_path / "m.mpich.json").exists()
+
+
+@needs_mpi
+def test_measure_refuses_procs(tmp_path):
+    res = run_bounded([MPIEXEC, "-n", "2", sys.executable, "-m", "colltune", "tune", "--method", "measure",
+                       "--procs", "4", "-o", str(tmp_path / "m.json")], 120, "tune --method measure --procs")
+    assert res.returncode == 2 and res.stderr.count("drop --procs") == 1
+    assert not (tmp_path / "m.json").exists()
