@@ -63,7 +63,7 @@ def test_every_boundary_is_the_exact_crossover_of_the_two_candidates(table):
 
 
 def test_native_is_never_predicted_slower_than_the_choice(table):
-    for coll, blocks in table.collectives.items():
+    for blocks in table.collectives.values():
         for block in blocks:
             for sample in block.samples:
                 best = sample.candidates[0] if sample.candidates else None
@@ -147,7 +147,7 @@ def test_openmpi_rules_read_back_give_the_table_decisions(table):
 
 def test_openmpi_json_has_explicit_ranges(table):
     tree, _ = openmpi_json(table)
-    for coll, comms in tree["collectives"].items():
+    for comms in tree["collectives"].values():
         for c in comms:
             assert c["comm_size_min"] <= c["comm_size_max"]
             for r in c["rules"]:

@@ -37,7 +37,7 @@ def buffers(coll, m, root, seed):
 
 
 checked = 0
-for coll, blocks in table.collectives.items():
+for coll in table.collectives:
     block = table.block(coll, P)
     for i, rule in enumerate(block.rules):
         last = rule.size_min + 700 if rule.size_max is None else rule.size_max

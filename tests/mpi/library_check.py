@@ -47,7 +47,7 @@ for n in counts:
     for blocking in (True, False):
         tag = "" if blocking else "I"
 
-        def go(name, *args, **kw):
+        def go(name, *args, blocking=blocking, **kw):
             fn = getattr(comm, name if blocking else "I" + name.lower())
             out = fn(*args, **kw)
             if not blocking:
