@@ -12,9 +12,11 @@ import subprocess
 import sys
 import tempfile
 import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 from rich.console import Console
@@ -567,19 +569,7 @@ def probe_cmd(output: str, mode: str | None, sizes: str | None, name: str) -> No
 
     comm = MPI.COMM_WORLD
     me = comm.Get_rank()
-
-    def fail(message: str) -> None:  # the same error on every rank; printed once
-        if me == 0:
-            raise click.UsageError(message)
-        raise SystemExit(2)
-
-    problem = None
-    if me == 0:
-        problem = _unwritable(output)
-    problem = comm.bcast(problem, root=0)
-    if problem:
-        fail(problem)
-    try:
+    with _mpi_job(comm, [output]):
         size_list = parse_size_list(sizes) if sizes else None
         if me == 0:
             with Progress(TextColumn("{task.description:<52}"), BarColumn(), MofNCompleteColumn(),
@@ -590,12 +580,6 @@ def probe_cmd(output: str, mode: str | None, sizes: str | None, name: str) -> No
                                                                               completed=done, total=total))
         else:
             probe(comm, mode or "default", size_list, name)
-    except ColltuneError as exc:
-        fail(str(exc))
-    except Exception:  # noqa: BLE001 - any failure on one rank must end the whole job
-        traceback.print_exc()
-        sys.stderr.flush()
-        comm.Abort(1)  # one failing rank ends the job instead of leaving the others waiting
     if me == 0:
         try:
             write_profile(profile, output)
@@ -603,6 +587,34 @@ def probe_cmd(output: str, mode: str | None, sizes: str | None, name: str) -> No
             raise click.UsageError(f"{output}: cannot write the profile: {exc.strerror}") from None
         click.echo(f"profile written to {output} ({len(profile.measurements)} measurements, "
                    f"models: {', '.join(profile.models.present())})")
+
+
+@contextmanager
+def _mpi_job(comm: Any, outputs: list[str | None]) -> Iterator[Callable[[str], NoReturn]]:
+    """The frame of a command run on every rank of an MPI job.  Before the body, rank 0 checks that
+    every output can be written.  Yields ``fail(message)``: one usage error, printed once by rank 0,
+    with every rank exiting 2; a :class:`ColltuneError` in the body ends the same way, and any
+    other exception on one rank aborts the whole job instead of leaving the others waiting."""
+    me = comm.Get_rank()
+
+    def fail(message: str) -> NoReturn:
+        if me == 0:
+            raise click.UsageError(message)
+        raise SystemExit(2)
+
+    problem = comm.bcast(_unwritable_any(outputs) if me == 0 else None, root=0)
+    if problem:
+        fail(problem)
+    try:
+        yield fail
+    except ColltuneError as exc:
+        fail(str(exc))
+    except click.ClickException:
+        raise
+    except Exception:  # noqa: BLE001 - any failure on one rank must end the whole job
+        traceback.print_exc()
+        sys.stderr.flush()
+        comm.Abort(1)
 
 
 def _unwritable(output: str) -> str | None:
@@ -763,19 +775,9 @@ def _tune_measure(colls: list[str], procs: str | None, max_size: str | None, rep
 
     comm = MPI.COMM_WORLD
     me, size = comm.Get_rank(), comm.Get_size()
-
-    def fail(message: str) -> None:  # the same error on every rank; printed once
-        if me == 0:
-            raise click.UsageError(message)
-        raise SystemExit(2)
-
-    problem = _unwritable_any([output, *files.values()]) if me == 0 else None
-    problem = comm.bcast(problem, root=0)
-    if problem:
-        fail(problem)
-    if procs is not None:
-        fail(f"--method measure tunes at the job's {size} processes; drop --procs (run mpiexec -n P instead)")
-    try:
+    with _mpi_job(comm, [output, *files.values()]) as fail:
+        if procs is not None:
+            fail(f"--method measure tunes at the job's {size} processes; drop --procs (run mpiexec -n P instead)")
         largest = parse_bytes(max_size or "1MiB")
         provenance = Provenance(source=f"colltune tune --method measure (reps {reps}, warm-up {warmup})",
                                 date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -783,12 +785,6 @@ def _tune_measure(colls: list[str], procs: str | None, max_size: str | None, rep
                                 hosts=tuple(comm.allgather(MPI.Get_processor_name())), procs=size)
         table = build_table(MeasurePricer(comm, reps, warmup), "measure", colls, [size], largest, provenance,
                             native="the MPI library's own collective, timed", resolution=MEASURE_RESOLUTION)
-    except ColltuneError as exc:
-        fail(str(exc))
-    except Exception:  # noqa: BLE001 - any failure on one rank must end the whole job
-        traceback.print_exc()
-        sys.stderr.flush()
-        comm.Abort(1)
     return table if me == 0 else None
 
 

@@ -1,11 +1,55 @@
-"""Writing the files colltune produces (profiles, GOAL, traces, topologies) atomically."""
+"""The files colltune produces (profiles, tables, GOAL, traces, topologies): atomic writes, and
+reading its versioned JSON records with one error that names the file and the field."""
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any, TypeVar
+
+import pydantic
+
+Record = TypeVar("Record", bound=pydantic.BaseModel)
+
+
+def describe(exc: pydantic.ValidationError) -> str:
+    """``field.path: what is wrong`` for the first problem of a validation error, and how many more."""
+    err = exc.errors()[0]
+    where = ".".join(str(x) for x in err["loc"]) or "(top level)"
+    more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
+    return f"{where}: {err['msg']}{more}"
+
+
+def parse_record(model: type[Record], data: Any, origin: str, fmt: str, version: int,
+                 error: type[Exception]) -> Record:
+    """``model`` from decoded JSON that must carry ``"format": fmt`` and ``"version": version``;
+    any problem raises ``error`` starting with ``origin`` (a file name)."""
+    if isinstance(data, dict):
+        if data.get("format") != fmt:
+            raise error(f"{origin}: format: expected {fmt!r}, got {data.get('format')!r}")
+        if data.get("version") != version:
+            raise error(f"{origin}: version: {data.get('version')!r} is not supported "
+                        f"(this colltune reads version {version})")
+    try:
+        return model.model_validate(data)
+    except pydantic.ValidationError as exc:
+        raise error(f"{origin}: {describe(exc)}") from None
+
+
+def read_json(path: str | os.PathLike[str], what: str, error: type[Exception]) -> Any:
+    """The decoded JSON of the file at ``path`` (``what`` it holds, for messages); a missing file or
+    bad JSON raises ``error`` naming the file."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise error(f"{path}: cannot read the {what}: {exc.strerror or exc}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise error(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
 
 
 def write_atomic(path: str | os.PathLike[str], chunks: str | bytes | Iterable[str]) -> None:

@@ -13,14 +13,13 @@ from __future__ import annotations
 import json
 import os
 import typing
-from pathlib import Path
 from typing import Any, Literal
 
 import pydantic
 from pydantic import Field, model_validator
 
 from colltune.errors import ColltuneError
-from colltune.files import write_atomic
+from colltune.files import describe, parse_record, read_json, write_atomic
 from colltune.models.params import (
     MODELS,
     ClusterModel,
@@ -157,38 +156,14 @@ class Profile(ParamSet):
         return self.model_dump_json(by_alias=True, indent=2, exclude_none=True) + "\n"
 
 
-def _describe(exc: pydantic.ValidationError) -> str:
-    err = exc.errors()[0]
-    where = ".".join(str(x) for x in err["loc"]) or "(top level)"
-    more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
-    return f"{where}: {err['msg']}{more}"
-
-
 def parse_profile(data: Any, origin: str) -> Profile:
     """A :class:`Profile` from decoded JSON; ``origin`` (a file name) starts every error message."""
-    if isinstance(data, dict):
-        if data.get("format") != FORMAT:
-            raise ProfileError(f"{origin}: format: expected {FORMAT!r}, got {data.get('format')!r}")
-        if data.get("version") != VERSION:
-            raise ProfileError(f"{origin}: version: {data.get('version')!r} is not supported "
-                               f"(this colltune reads version {VERSION})")
-    try:
-        return Profile.model_validate(data)
-    except pydantic.ValidationError as exc:
-        raise ProfileError(f"{origin}: {_describe(exc)}") from None
+    return parse_record(Profile, data, origin, FORMAT, VERSION, ProfileError)
 
 
 def read_profile(path: str | os.PathLike[str]) -> Profile:
     """Read and validate the profile file at ``path``."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ProfileError(f"{path}: cannot read the profile: {exc.strerror or exc}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ProfileError(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
-    return parse_profile(data, str(path))
+    return parse_profile(read_json(path, "profile", ProfileError), str(path))
 
 
 def write_profile(profile: Profile, path: str | os.PathLike[str]) -> None:
@@ -257,4 +232,4 @@ def with_overrides(params: ParamSet | None, model: str, sets: dict[str, str]) ->
     try:
         return cls.model_validate(data)
     except pydantic.ValidationError as exc:
-        raise ProfileError(f"{model} parameters: {_describe(exc)}") from None
+        raise ProfileError(f"{model} parameters: {describe(exc)}") from None

@@ -58,7 +58,7 @@ def _procs_blocks(blocks: tuple[Block, ...], per_procs: bool) -> list[tuple[int,
     return out
 
 
-def _ompi_rule(collective: str, rule: Rule, procs: int, notes: list[str]) -> tuple[int, int, int, int]:
+def _ompi_rule(collective: str, rule: Rule, notes: list[str]) -> tuple[int, int, int, int]:
     """``(algorithm, faninout, segsize, max_requests)`` of one rule."""
     if rule.algorithm == NATIVE:
         return 0, 0, 0, 0
@@ -107,7 +107,7 @@ def openmpi_rules(table: DecisionTable) -> tuple[str, list[str]]:
             sizes = _ompi_sizes(coll, block, lo)
             out += [f"{lo}", f"{len(sizes)}"]
             for start, r in sizes:
-                alg, fan, seg, req = _ompi_rule(coll, r, lo, notes)
+                alg, fan, seg, req = _ompi_rule(coll, r, notes)
                 out.append(f"{start} {alg} {fan} {seg} {req}")
         out += [f"{entries[-1][1] + 1}", "1", "0 0 0 0 0"]
     return "\n".join(out) + "\n", notes
@@ -124,7 +124,7 @@ def openmpi_json(table: DecisionTable) -> tuple[dict[str, Any], list[str]]:
             sizes = _ompi_sizes(coll, block, lo)
             rules = []
             for i, (start, r) in enumerate(sizes):
-                alg, fan, seg, req = _ompi_rule(coll, r, lo, notes)
+                alg, fan, seg, req = _ompi_rule(coll, r, notes)
                 if not alg:
                     continue  # no rule: Open MPI's fixed decision
                 rule: dict[str, Any] = {"msg_size_min": start, "alg": OPENMPI[(coll, r.algorithm)].name}

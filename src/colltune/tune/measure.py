@@ -72,7 +72,6 @@ class MeasurePricer:
     comm: MPI.Comm
     reps: int = 10
     warmup: int = 2
-    searches_segments: bool = False
 
     def price(self, collective: str, algorithm: str, procs: int, size: int,
               params: dict[str, Any]) -> tuple[float, dict[str, Any]]:

@@ -62,9 +62,6 @@ def choice(algorithm: str, params: dict[str, Any]) -> Choice:
 class Pricer(Protocol):
     """What one call of a candidate costs (seconds, or the profile's units)."""
 
-    #: True if :meth:`price` searches ``segment_size`` itself when it is not given.
-    searches_segments: bool
-
     def price(self, collective: str, algorithm: str, procs: int, size: int,
               params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
         """``(time, params used)``; raises :class:`Unavailable` where the candidate cannot be priced.
@@ -77,7 +74,6 @@ class ModelPricer:
 
     params: ParamSet
     model: str
-    searches_segments: bool = False
 
     def price(self, collective: str, algorithm: str, procs: int, size: int,
               params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
@@ -93,7 +89,6 @@ class SimPricer:
 
     params: ParamSet
     network: str
-    searches_segments: bool = False
 
     def price(self, collective: str, algorithm: str, procs: int, size: int,
               params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
@@ -141,8 +136,7 @@ class Tuner:
     def _combos(self, alg: Algorithm, size: int) -> list[dict[str, Any]]:
         """The parameter combinations to try, the defaults first (so that they win ties)."""
         spaces = [[(p.name, v) for v in dict.fromkeys([p.default, *SEARCH[p.name](self.procs, size)])]
-                  for p in alg.params
-                  if p.name in SEARCH and not (p.name == "segment_size" and self.pricer.searches_segments)]
+                  for p in alg.params if p.name in SEARCH]
         return [dict(c) for c in itertools.product(*spaces)]
 
     def sample(self, size: int) -> Sample:

@@ -15,18 +15,15 @@ the field.
 from __future__ import annotations
 
 import itertools
-import json
 import os
-from pathlib import Path
 from typing import Any, Literal
 
-import pydantic
 from pydantic import Field, model_validator
 
 from colltune.algorithms import REGISTRY
 from colltune.collectives import COLLECTIVES
-from colltune.errors import ColltuneError, UnknownAlgorithmError
-from colltune.files import write_atomic
+from colltune.errors import ColltuneError
+from colltune.files import parse_record, read_json, write_atomic
 from colltune.models.params import ParamSet
 from colltune.profiles.format import Provenance
 
@@ -127,7 +124,7 @@ class DecisionTable(ParamSet):
                     if rule.algorithm != NATIVE:
                         try:
                             REGISTRY.get(coll, rule.algorithm).validate_params(rule.params)
-                        except (UnknownAlgorithmError, ColltuneError) as exc:
+                        except ColltuneError as exc:
                             raise ValueError(str(exc)) from None
             for a, b in itertools.pairwise(blocks):
                 if b.procs_min <= a.procs_max:
@@ -157,31 +154,12 @@ class DecisionTable(ParamSet):
 
 def parse_table(data: Any, origin: str) -> DecisionTable:
     """A :class:`DecisionTable` from decoded JSON; ``origin`` (a file name) starts every error."""
-    if isinstance(data, dict):
-        if data.get("format") != FORMAT:
-            raise TableError(f"{origin}: format: expected {FORMAT!r}, got {data.get('format')!r}")
-        if data.get("version") != VERSION:
-            raise TableError(f"{origin}: version: {data.get('version')!r} is not supported "
-                             f"(this colltune reads version {VERSION})")
-    try:
-        return DecisionTable.model_validate(data)
-    except pydantic.ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(x) for x in err["loc"]) or "(top level)"
-        raise TableError(f"{origin}: {where}: {err['msg']}") from None
+    return parse_record(DecisionTable, data, origin, FORMAT, VERSION, TableError)
 
 
 def read_table(path: str | os.PathLike[str]) -> DecisionTable:
     """Read and validate the decision table at ``path``."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise TableError(f"{path}: cannot read the decision table: {exc.strerror or exc}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise TableError(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
-    return parse_table(data, str(path))
+    return parse_table(read_json(path, "decision table", TableError), str(path))
 
 
 def write_table(table: DecisionTable, path: str | os.PathLike[str]) -> None:
