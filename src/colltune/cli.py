@@ -6,6 +6,7 @@ success, 1 when a verification fails, 2 for bad input (click's usage errors).
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 import subprocess
@@ -33,7 +34,7 @@ from colltune.models import MODELS, ParamSet, Prediction, Unavailable, formulas,
 from colltune.models.params import TreeLevels
 from colltune.profiles import BUILTINS, Profile, builtin, load_profile, profile_schema, with_overrides, write_profile
 from colltune.profiles.format import Provenance
-from colltune.report import plot_profile
+from colltune.report import plot_bench, plot_profile
 from colltune.schedule import REDUCTION_DTYPES, REDUCTION_OPS, Schedule
 from colltune.schedule import verify as verify_schedule
 from colltune.sim import (
@@ -49,7 +50,20 @@ from colltune.sim import (
 )
 from colltune.sim.goal import goal_lines, read_goal, write_goal
 from colltune.sim.trace import write_trace
-from colltune.tune import NATIVE_SOURCE, DecisionTable, ModelPricer, SimPricer, build_table, write_table
+from colltune.tune import (
+    NATIVE_SOURCE,
+    TABLE_ENV,
+    BenchResults,
+    DecisionTable,
+    ModelPricer,
+    SimPricer,
+    build_table,
+    grid_sizes,
+    read_table,
+    write_bench,
+    write_table,
+)
+from colltune.tune.bench import Predictor
 from colltune.tune.export import mpich_text, openmpi_json_text, openmpi_rules
 from colltune.units import format_seconds, parse_bytes, parse_int_list, parse_size_list
 
@@ -609,8 +623,8 @@ def _mpi_job(comm: Any, outputs: list[str | None]) -> Iterator[Callable[[str], N
         yield fail
     except ColltuneError as exc:
         fail(str(exc))
-    except click.ClickException:
-        raise
+    except click.ClickException as exc:
+        fail(exc.format_message())
     except Exception:  # noqa: BLE001 - any failure on one rank must end the whole job
         traceback.print_exc()
         sys.stderr.flush()
@@ -728,6 +742,20 @@ def _unwritable_any(paths: list[str | None]) -> str | None:
     return None
 
 
+def _pricer(profile: Profile, method: str, model: str | None) -> tuple[ModelPricer | SimPricer, str]:
+    """The pricer of ``--method model|simulate`` on ``profile`` and the name of its model
+    (``--model``, else the profile's default analytic model or its network)."""
+    if method == "model":
+        name = model or profile.default_model
+        if name not in MODELS:
+            raise click.UsageError(f"--model {name!r}: not an analytic model; valid: {', '.join(MODELS)}")
+        return ModelPricer(profile.params(name), name), name
+    name = model or default_network(profile.default_model)
+    if name not in NETWORKS:
+        raise click.UsageError(f"--model {name!r}: not a network model; valid: {', '.join(NETWORKS)}")
+    return SimPricer(profile.params(NETWORKS[name].params), name), name
+
+
 def _tune_offline(profile_spec: str | None, method: str, model: str | None, colls: list[str], procs: str | None,
                   max_size: str | None, output: str, files: dict[str, str | None]) -> DecisionTable:
     problem = _unwritable_any([output, *files.values()])
@@ -741,16 +769,7 @@ def _tune_offline(profile_spec: str | None, method: str, model: str | None, coll
         if min(procs_list) < 1:
             raise click.UsageError("--procs: process counts start at 1")
         largest = parse_bytes(max_size or "4MiB")
-        if method == "model":
-            name = model or profile.default_model
-            if name not in MODELS:
-                raise click.UsageError(f"--model {name!r}: not an analytic model; valid: {', '.join(MODELS)}")
-            pricer: Any = ModelPricer(profile.params(name), name)
-        else:
-            name = model or default_network(profile.default_model)
-            if name not in NETWORKS:
-                raise click.UsageError(f"--model {name!r}: not a network model; valid: {', '.join(NETWORKS)}")
-            pricer = SimPricer(profile.params(NETWORKS[name].params), name)
+        pricer, name = _pricer(profile, method, model)
         provenance = Provenance(source=f"colltune tune --method {method} --model {name} --profile {profile_spec}",
                                 date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                                 colltune_version=__version__,
@@ -818,6 +837,98 @@ def _print_tune(table: DecisionTable, output: str, files: dict[str, str | None],
             con.print(f"{label} written to {files[key]}")
     for n in notes:
         con.print(f"[dim]{n}[/dim]")
+
+
+@main.command("bench")
+@click.option("--table", "table_spec", envvar=TABLE_ENV, show_envvar=True, metavar="FILE",
+              help="Decision table whose choices to time.")
+@click.option("--collective", "-c", "collectives", multiple=True, type=click.Choice(["all", *COLLECTIVES]),
+              help="Collective(s) to time; repeatable [default: the table's].")
+@click.option("--sizes", metavar="LIST", help="Block sizes to time, e.g. 0,1KiB,64KiB [default: 0, 1, 2, 4, ... "
+                                              "up to --max-size].")
+@click.option("--max-size", default="1MiB", show_default=True, help="Largest block size of the default sizes.")
+@click.option("--reps", default=10, show_default=True, type=click.IntRange(min=1),
+              help="Timed repetitions per algorithm and size.")
+@click.option("--warmup", default=2, show_default=True, type=click.IntRange(min=0), help="Untimed runs before them.")
+@click.option("--profile", "profile_spec", metavar="FILE|builtin:NAME",
+              help="Profile to predict the times from [default: no predictions].")
+@click.option("--method", type=click.Choice(["model", "simulate"]), default="model", show_default=True,
+              help="Predict by the cost formulas or by simulation (with --profile).")
+@click.option("--model", "-m", default=None,
+              help="Analytic model (--method model) or network model (simulate); default: the profile's.")
+@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False), help="Results file (JSON) to write.")
+@click.option("--plot", "plot_file", type=click.Path(dir_okay=False),
+              help="Also draw time against size, predicted beside measured (PNG).")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
+def bench_cmd(table_spec: str | None, collectives: tuple[str, ...], sizes: str | None, max_size: str, reps: int,
+              warmup: int, profile_spec: str | None, method: str, model: str | None, output: str,
+              plot_file: str | None, as_json: bool) -> None:
+    """Time the decision table's chosen algorithms and native over a grid of sizes in this MPI job
+    (run under mpiexec -n P); write the results and, on request, a figure of predicted beside measured."""
+    from mpi4py import MPI
+
+    from colltune.tune.measure import bench
+
+    comm = MPI.COMM_WORLD
+    me = comm.Get_rank()
+    with _mpi_job(comm, [output, plot_file]) as fail:
+        if not table_spec:
+            fail(f"bench needs a decision table: --table FILE or {TABLE_ENV} (colltune tune writes one)")
+        table = read_table(table_spec)
+        try:
+            size_list = parse_size_list(sizes) if sizes else grid_sizes(parse_bytes(max_size))
+        except ColltuneError as exc:
+            fail(f"{'--sizes' if sizes else '--max-size'}: {exc}")
+        colls = (list(COLLECTIVES) if "all" in collectives else list(dict.fromkeys(collectives))) if collectives \
+            else list(table.collectives)
+        if not colls:
+            fail(f"{table_spec}: the table decides no collective; name them with --collective")
+        pricer, predictor = None, None
+        if profile_spec:
+            profile = load_profile(profile_spec)
+            if profile.time_unit != "s":
+                fail(f"{profile_spec}: its times are in {profile.time_unit} units, which cannot be set beside "
+                     f"measured seconds; give a profile in seconds")
+            pricer, name = _pricer(profile, method, model)
+            predictor = Predictor(method=method, model=name, profile=profile_spec)  # type: ignore[arg-type]
+        if me == 0:
+            with Progress(TextColumn("{task.description:<20}"), BarColumn(), MofNCompleteColumn(),
+                          TimeElapsedColumn(), console=Console(stderr=True), transient=True) as bar:
+                task = bar.add_task("timing", total=None)
+                results = bench(comm, table, table_spec, colls, size_list, reps, warmup, pricer, predictor,
+                                progress=lambda done, total: bar.update(task, completed=done, total=total))
+        else:
+            bench(comm, table, table_spec, colls, size_list, reps, warmup, pricer, predictor)
+    if me == 0:
+        try:
+            write_bench(results, output)
+            if plot_file:
+                plot_bench(results, plot_file)
+        except OSError as exc:
+            raise click.UsageError(f"{exc.filename}: cannot write: {exc.strerror}") from None
+        _print_bench(results, output, plot_file, as_json)
+
+
+def _print_bench(results: BenchResults, output: str, plot_file: str | None, as_json: bool) -> None:
+    summaries = {c: results.summary(c) for c in results.collectives}
+    if as_json:
+        click.echo(json.dumps({"results": output, "plot": plot_file, "procs": results.procs,
+                               "collectives": {c: dataclasses.asdict(s) for c, s in summaries.items()}}, indent=1))
+        return
+    t = Table(title=f"bench of {results.table} at P = {results.procs} ({results.reps} repetitions)")
+    for col in ("collective", "algorithms", "sizes", "native / choice (geomean)", "worst (size, choice)",
+                "predicted / measured (median)"):
+        t.add_column(col, overflow="fold")
+    for coll, s in summaries.items():
+        algs = ", ".join(series.algorithm for series in results.collectives[coll])
+        worst = f"{s.worst[0]:.2f} ({s.worst[1]} B, {s.worst[2]})" if s.worst else "-"
+        t.add_row(coll, algs, str(s.sizes), f"{s.speedup:.2f}" if s.speedup else "-", worst,
+                  f"{s.prediction:.2f}" if s.prediction else "-")
+    con = _console()
+    con.print(t)
+    con.print(f"results written to {output}")
+    if plot_file:
+        con.print(f"figure written to {plot_file}")
 
 
 @main.command("grid")

@@ -24,11 +24,9 @@ from colltune.collectives import COLLECTIVES, Problem, get_collective
 from colltune.errors import ColltuneError, ParameterError, UnknownAlgorithmError
 from colltune.runtime.executor import ScheduleExecutor
 from colltune.schedule import REDUCTION_DTYPES, Buf
-from colltune.tune.table import NATIVE, DecisionTable, read_table
+from colltune.tune.table import NATIVE, TABLE_ENV, DecisionTable, read_table
 
 AUTO = "auto"
-#: The environment variable that names the decision table ``algorithm="auto"`` reads.
-TABLE_ENV = "COLLTUNE_TABLE"
 
 
 @lru_cache(maxsize=8)

@@ -4,13 +4,17 @@
 - :mod:`colltune.tune.select`: pricing candidates and bisecting crossovers into a table;
 - :mod:`colltune.tune.native`: what ``native`` stands for when it is predicted;
 - :mod:`colltune.tune.libraries`: colltune's algorithms in Open MPI's and MPICH's names;
-- :mod:`colltune.tune.export`: the table as Open MPI rules and MPICH selection JSON.
+- :mod:`colltune.tune.export`: the table as Open MPI rules and MPICH selection JSON;
+- :mod:`colltune.tune.bench`: what ``colltune bench`` times and its results file;
+- :mod:`colltune.tune.measure` (imports MPI, so not re-exported here): timing in the running job.
 """
 
+from colltune.tune.bench import BenchError, BenchResults, bench_runs, read_bench, write_bench
 from colltune.tune.native import NATIVE_SOURCE, native_equivalent
 from colltune.tune.select import SEARCH, ModelPricer, SimPricer, Tuner, build_table, candidates, grid_sizes
 from colltune.tune.table import (
     NATIVE,
+    TABLE_ENV,
     Block,
     Candidate,
     DecisionTable,
@@ -23,7 +27,7 @@ from colltune.tune.table import (
 )
 
 __all__ = [
-    "NATIVE", "NATIVE_SOURCE", "SEARCH", "Block", "Candidate", "DecisionTable", "ModelPricer", "Rule", "Sample",
-    "SimPricer", "TableError", "Tuner", "build_table", "candidates", "grid_sizes", "native_equivalent",
-    "parse_table", "read_table", "write_table",
+    "NATIVE", "NATIVE_SOURCE", "SEARCH", "TABLE_ENV", "BenchError", "BenchResults", "Block", "Candidate", "DecisionTable",
+    "ModelPricer", "Rule", "Sample", "SimPricer", "TableError", "Tuner", "bench_runs", "build_table", "candidates",
+    "grid_sizes", "native_equivalent", "parse_table", "read_bench", "read_table", "write_bench", "write_table",
 ]

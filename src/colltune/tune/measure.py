@@ -9,16 +9,23 @@ decisions), and the result is the median of the repetitions with its quartiles.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
 from mpi4py import MPI
 
+from colltune import __version__
 from colltune.collectives import Problem, get_collective
 from colltune.errors import ParameterError
 from colltune.models import Unavailable
+from colltune.profiles.format import Provenance
 from colltune.runtime.api import plan
+from colltune.tune.bench import BenchPoint, BenchResults, BenchSeries, Predictor, bench_runs, predicted
+from colltune.tune.select import Pricer
+from colltune.tune.table import DecisionTable
 
 
 @dataclass(frozen=True)
@@ -82,3 +89,33 @@ class MeasurePricer:
         except ParameterError as exc:
             raise Unavailable(str(exc)) from None
         return t.median, dict(params)
+
+
+def bench(comm: MPI.Comm, table: DecisionTable, table_name: str, collectives: Sequence[str], sizes: Sequence[int],
+          reps: int, warmup: int, pricer: Pricer | None = None, predictor: Predictor | None = None,
+          progress: Callable[[int, int], None] | None = None) -> BenchResults:
+    """Time the runs of :func:`colltune.tune.bench.bench_runs` for each of ``collectives`` at the
+    size of ``comm`` (every rank calls this with the same arguments and gets the same results),
+    with ``pricer``'s prediction beside each.  ``progress(done, total)`` is called after each run."""
+    procs = comm.Get_size()
+    todo = {c: bench_runs(table, c, procs, sizes) for c in collectives}
+    total, done = sum(len(r) for r in todo.values()), 0
+    out: dict[str, tuple[BenchSeries, ...]] = {}
+    for coll, runs in todo.items():
+        points: dict[str, list[BenchPoint]] = {}
+        for run in runs:
+            t = time_collective(comm, coll, run.algorithm, run.size, run.params, reps, warmup)
+            points.setdefault(run.algorithm, []).append(BenchPoint(
+                size=run.size, params=run.params, chosen=run.chosen, median=t.median, q1=t.q1, q3=t.q3,
+                reps=t.reps, predicted=predicted(pricer, coll, procs, run)))
+            done += 1
+            if progress is not None:
+                progress(done, total)
+        out[coll] = tuple(BenchSeries(algorithm=a, points=tuple(p)) for a, p in points.items())
+    provenance = Provenance(source=f"colltune bench (reps {reps}, warm-up {warmup})",
+                            date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                            colltune_version=__version__, mpi_library=MPI.Get_library_version().strip(),
+                            hosts=tuple(comm.allgather(MPI.Get_processor_name())), procs=procs)
+    return BenchResults(procs=procs, reps=reps, warmup=warmup, table=table_name,
+                        table_source=table.provenance.source, predictor=predictor, provenance=provenance,
+                        collectives=out)

@@ -30,6 +30,8 @@ from colltune.profiles.format import Provenance
 FORMAT = "colltune-table"
 VERSION = 1
 NATIVE = "native"
+#: The environment variable that names the decision table ``algorithm="auto"`` (and ``colltune bench``) reads.
+TABLE_ENV = "COLLTUNE_TABLE"
 
 #: How a table's times were obtained.
 Method = Literal["model", "simulate", "measure"]
