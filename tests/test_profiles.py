@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from colltune.cli import main, models_markdown
+from colltune.files import write_atomic
 from colltune.profiles import (
     BUILTINS,
     ProfileError,
@@ -87,6 +90,19 @@ def test_write_is_atomic(tmp_path: Path) -> None:
     with pytest.raises(AttributeError):
         write_profile("not a profile", target)  # type: ignore[arg-type]
     assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["p.json"]
+
+
+def test_written_files_get_ordinary_permissions(tmp_path: Path) -> None:
+    old = os.umask(0o027)
+    try:
+        write_atomic(tmp_path / "new.json", "x")
+        assert stat.S_IMODE((tmp_path / "new.json").stat().st_mode) == 0o640  # 0666 less the umask
+        (tmp_path / "old.json").write_text("y")
+        (tmp_path / "old.json").chmod(0o604)
+        write_atomic(tmp_path / "old.json", "z")
+        assert stat.S_IMODE((tmp_path / "old.json").stat().st_mode) == 0o604  # kept
+    finally:
+        os.umask(old)
 
 
 def test_overrides() -> None:

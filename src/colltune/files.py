@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -55,10 +56,14 @@ def read_json(path: str | os.PathLike[str], what: str, error: type[Exception]) -
 def write_atomic(path: str | os.PathLike[str], chunks: str | bytes | Iterable[str]) -> None:
     """Write ``chunks`` (bytes, one string, or an iterable of strings) to ``path`` so that readers see
     either the old file or the whole new one: a temporary file in the same directory, then a
-    rename.  On any error the temporary file is removed and ``path`` is left as it was."""
+    rename.  On any error the temporary file is removed and ``path`` is left as it was.  The file
+    gets the permissions of the one it replaces, or those ``open`` would give a new file (0666
+    less the umask), not the private ones of a temporary file: the MPI library reading an
+    exported rules file may run as another user."""
     target = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
     try:
+        os.fchmod(fd, _mode_for(target))
         if isinstance(chunks, bytes):
             with os.fdopen(fd, "wb") as raw:
                 raw.write(chunks)
@@ -70,3 +75,13 @@ def write_atomic(path: str | os.PathLike[str], chunks: str | bytes | Iterable[st
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _mode_for(target: Path) -> int:
+    """The permission bits ``target`` should have once written."""
+    try:
+        return stat.S_IMODE(target.stat().st_mode)
+    except OSError:
+        mask = os.umask(0o022)
+        os.umask(mask)
+        return 0o666 & ~mask
