@@ -15,11 +15,19 @@ import pytest
 from click.testing import CliRunner
 from helpers import RULE_STEP, every_algorithm_table, run_bounded
 
+from colltune.algorithms import REGISTRY
 from colltune.cli import main
 from colltune.profiles import load_profile
 from colltune.profiles.format import Provenance
 from colltune.tune import NATIVE, ModelPricer, TableError, Tuner, build_table, read_table, write_table
-from colltune.tune.export import MPICH_AVG, OPENMPI_SKIPPED, mpich_json, openmpi_json, openmpi_rules
+from colltune.tune.export import (
+    MPICH_AVG,
+    OPENMPI_SKIPPED,
+    libraries_markdown,
+    mpich_json,
+    openmpi_json,
+    openmpi_rules,
+)
 from colltune.tune.libraries import OPENMPI, OPENMPI_IDS
 
 MPI_DIR = Path(__file__).parent / "mpi"
@@ -195,6 +203,16 @@ def test_tune_cli_rejects_bad_input(tmp_path):
     res = CliRunner().invoke(main, ["tune", "--profile", "builtin:ethernet-10g-tcp", "-o", str(tmp_path / "no" / "t")])
     assert res.exit_code == 2 and "does not exist" in res.output
     assert not (tmp_path / "t.json").exists()
+
+
+def test_the_library_map_doc_is_current_and_lists_every_algorithm():
+    doc = (Path(__file__).parent.parent / "docs" / "libraries.md").read_text()
+    assert doc == libraries_markdown(), "regenerate with: colltune libraries-doc > docs/libraries.md"
+    rows = {(section.split()[0], alg, int(number))
+            for section in re.split(r"^## ", doc, flags=re.MULTILINE)[1:]
+            for alg, number in re.findall(r"^\| `(\w+)` \| (\d+) `", section, re.MULTILINE)}
+    assert rows == {(c, a, o.number) for (c, a), o in OPENMPI.items()}
+    assert {(c, a) for c, a, _ in rows} == {(a.collective, a.name) for a in REGISTRY}
 
 
 # ---- under MPI --------------------------------------------------------------------------------

@@ -64,7 +64,7 @@ from colltune.tune import (
     write_table,
 )
 from colltune.tune.bench import Predictor
-from colltune.tune.export import mpich_text, openmpi_json_text, openmpi_rules
+from colltune.tune.export import libraries_markdown, mpich_text, openmpi_json_text, openmpi_rules
 from colltune.units import format_seconds, parse_bytes, parse_int_list, parse_size_list
 
 NATIVE_NOTE = ("`native` (runtime only): the MPI library's own collective, called through mpi4py; "
@@ -1172,6 +1172,12 @@ def sim_doc_cmd() -> None:
 def models_doc_cmd() -> None:
     """Print docs/models.md."""
     click.echo(models_markdown(), nl=False)
+
+
+@main.command("libraries-doc", hidden=True)
+def libraries_doc_cmd() -> None:
+    """Print docs/libraries.md."""
+    click.echo(libraries_markdown(), nl=False)
 
 if __name__ == "__main__":
     main()

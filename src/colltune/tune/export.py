@@ -325,3 +325,42 @@ def openmpi_json_text(table: DecisionTable) -> tuple[str, list[str]]:
     """:func:`openmpi_json` as text."""
     tree, notes = openmpi_json(table)
     return json.dumps(tree, indent=1) + "\n", notes
+
+
+def _ompi_cell(o: Any) -> str:
+    fills = [f"{field} from `{source}`" for field, source in (("segment size", o.segsize_from),
+                                                               ("max requests", o.max_requests_from)) if source]
+    fills += [f"fan-in/out {o.faninout}"] if o.faninout else []
+    text = f"{o.number} `{o.name}`" + (f" ({', '.join(fills)})" if fills else "")
+    return text if o.exact else f"{text}; nearest: {o.note}"
+
+
+def _mpich_cell(m: MPICHAlgorithm) -> str:
+    fixed = [f"{k}={v}" for k, v in m.params.items() if v != 0]
+    fixed += [f"chunk_size from `{m.chunk_from}`"] if m.chunk_from else []
+    fixed += ["k = P - 1" if m.k_from == "procs" else f"k from `{m.k_from}`"] if m.k_from else []
+    text = f"`{m.name}`" + (f" ({', '.join(fixed)})" if fixed else "")
+    text += f"; on P not a power of two: `{m.pow2_only}`" if m.pow2_only else ""
+    return text if m.exact else f"{text}; nearest: {m.note}"
+
+
+def libraries_markdown() -> str:
+    """The documentation of the map from colltune's algorithms to the libraries' (docs/libraries.md)."""
+    lines = ["# colltune's algorithms in Open MPI and MPICH", "",
+             "Generated from `colltune.tune.libraries` by `colltune libraries-doc`; do not edit by hand.", "",
+             ("The exports of `colltune tune` (`--openmpi-rules`, `--openmpi-json`, `--mpich-json`) write each "
+              "choice of a decision table as the library's equivalent below; `native` becomes the library's own "
+              "choice. Open MPI: the coll/tuned algorithm number and name of Open MPI 5.0, with the rule fields "
+              "colltune's parameters fill. MPICH: the selection container `MPIR_<Coll>_intra_<name>` of MPICH 5.0 "
+              "with its parameters (those that are 0 are not shown). *nearest* marks an algorithm the library does not have: the export uses the "
+              "closest one, says what differs, and prints the same note. How the libraries are made to read the "
+              "files is in [tune.md](tune.md)."), ""]
+    for coll in dict.fromkeys(c for c, _ in OPENMPI):
+        lines += [f"## {coll}", ""]
+        if coll in OPENMPI_SKIPPED:
+            lines += [f"Open MPI: {coll} is {OPENMPI_SKIPPED[coll]}; the export writes no rules for it.", ""]
+        lines += ["| colltune | Open MPI | MPICH |", "| --- | --- | --- |"]
+        lines += [f"| `{alg}` | {_ompi_cell(o)} | {_mpich_cell(MPICH[(coll, alg)])} |"
+                  for (c, alg), o in OPENMPI.items() if c == coll]
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
