@@ -142,6 +142,16 @@ def test_results_round_trip_and_bad_files_name_the_field(tmp_path):
     (tmp_path / "neg.json").write_text(json.dumps(data))
     with pytest.raises(BenchError, match=r"neg\.json: collectives\.bcast\.0\.points\.0\.median"):
         read_bench(tmp_path / "neg.json")
+    data = json.loads(r.to_json())
+    data["collectives"]["bcast"][0]["points"][1]["q3"] = 1e-9
+    (tmp_path / "q.json").write_text(json.dumps(data))
+    with pytest.raises(BenchError, match=r"q\.json: collectives\.bcast\.0\.points\.1: .*quartiles out of order"):
+        read_bench(tmp_path / "q.json")
+    data = json.loads(r.to_json())
+    del data["collectives"]["bcast"][0]["points"][0]
+    (tmp_path / "nat.json").write_text(json.dumps(data))
+    with pytest.raises(BenchError, match=r"nat\.json: collectives: .*native must be timed at every size"):
+        read_bench(tmp_path / "nat.json")
     data = json.loads(r.to_json()) | {"version": 2}
     (tmp_path / "v2.json").write_text(json.dumps(data))
     with pytest.raises(BenchError, match=r"v2\.json: version: 2 is not supported"):
@@ -225,6 +235,7 @@ BAD = {
     "missing table": (["--table", "missing.json"], "missing.json: cannot read the decision table"),
     "abstract profile": (["--profile", "builtin:paper001-example"], "abstract units"),
     "bad model": (["--profile", "builtin:ethernet-10g-tcp", "--model", "nope"], "'nope': not an analytic model"),
+    "model without a profile": (["--model", "plogp"], "add --profile"),
     "bad sizes": (["--sizes", "1,x"], "--sizes: size 'x'"),
     "unwritable": (["-o", "/nonexistent/b.json"], "/nonexistent does not exist"),
 }

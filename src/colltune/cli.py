@@ -884,6 +884,8 @@ def bench_cmd(table_spec: str | None, collectives: tuple[str, ...], sizes: str |
         if not colls:
             fail(f"{table_spec}: the table decides no collective; name them with --collective")
         pricer, predictor = None, None
+        if not profile_spec and (model is not None or method != "model"):
+            fail("--method and --model choose how to predict from a profile; add --profile FILE|builtin:NAME")
         if profile_spec:
             profile = load_profile(profile_spec)
             if profile.time_unit != "s":

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from colltune.algorithms import REGISTRY
 from colltune.collectives import get_collective
@@ -57,6 +57,12 @@ class BenchPoint(ParamSet):
     reps: int = Field(ge=1, description="timed repetitions")
     predicted: float | None = Field(None, ge=0, allow_inf_nan=False,
                                     description="the predictor's time (seconds); null where it has none")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> BenchPoint:
+        if not self.q1 <= self.median <= self.q3:
+            raise ValueError(f"quartiles out of order: q1 {self.q1}, median {self.median}, q3 {self.q3}")
+        return self
 
 
 class BenchSeries(ParamSet):
@@ -101,8 +107,11 @@ class BenchResults(ParamSet):
                         raise ValueError(str(exc)) from None
                 if any(b.size <= a.size for a, b in itertools.pairwise(s.points)):
                     raise ValueError(f"{coll}/{s.algorithm}: sizes must ascend")
+            sizes = sorted({p.size for s in series for p in s.points})
+            if [p.size for s in series if s.algorithm == NATIVE for p in s.points] != sizes:
+                raise ValueError(f"{coll}: native must be timed at every size, once")
             chosen = Counter(p.size for s in series for p in s.points if p.chosen)
-            for size in sorted({p.size for s in series for p in s.points}):
+            for size in sizes:
                 if chosen[size] != 1:
                     raise ValueError(f"{coll}: size {size} has {chosen[size]} chosen points; "
                                      f"every size needs exactly one")
