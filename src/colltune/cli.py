@@ -718,7 +718,7 @@ def tune_cmd(profile_spec: str | None, method: str, model: str | None, collectiv
     """Choose the fastest algorithm for every collective, process count and size; write the decision
     table and, on request, the same decisions as Open MPI and MPICH files."""
     files = {"openmpi_rules": openmpi_rules, "openmpi_json": openmpi_json, "mpich_json": mpich_json}
-    colls = list(COLLECTIVES) if "all" in collectives else list(dict.fromkeys(collectives))
+    colls = _collectives(collectives, list(COLLECTIVES))
     if method == "measure":
         table = _tune_measure(colls, procs, max_size, reps, warmup, output, files)
         if table is None:
@@ -731,6 +731,13 @@ def tune_cmd(profile_spec: str | None, method: str, model: str | None, collectiv
     except OSError as exc:
         raise click.UsageError(f"{exc.filename}: cannot write: {exc.strerror}") from None
     _print_tune(table, output, files, notes, as_json)
+
+
+def _collectives(given: tuple[str, ...], default: list[str]) -> list[str]:
+    """The collectives of repeated ``--collective`` options (``all``: every one), else ``default``."""
+    if not given:
+        return default
+    return list(COLLECTIVES) if "all" in given else list(dict.fromkeys(given))
 
 
 def _unwritable_any(paths: list[str | None]) -> str | None:
@@ -879,8 +886,7 @@ def bench_cmd(table_spec: str | None, collectives: tuple[str, ...], sizes: str |
             size_list = parse_size_list(sizes) if sizes else grid_sizes(parse_bytes(max_size))
         except ColltuneError as exc:
             fail(f"{'--sizes' if sizes else '--max-size'}: {exc}")
-        colls = (list(COLLECTIVES) if "all" in collectives else list(dict.fromkeys(collectives))) if collectives \
-            else list(table.collectives)
+        colls = _collectives(collectives, list(table.collectives))
         if not colls:
             fail(f"{table_spec}: the table decides no collective; name them with --collective")
         pricer, predictor = None, None
@@ -1158,28 +1164,24 @@ def grid_markdown() -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-@main.command("grid-doc", hidden=True)
-def grid_doc_cmd() -> None:
-    """Print docs/grid.md."""
-    click.echo(grid_markdown(), nl=False)
+#: The generated documentation: hidden command -> (its generator, the file it prints).
+GENERATED_DOCS: dict[str, tuple[Callable[[], str], str]] = {
+    "grid-doc": (grid_markdown, "docs/grid.md"),
+    "sim-doc": (networks_markdown, "docs/simulator.md"),
+    "models-doc": (models_markdown, "docs/models.md"),
+    "libraries-doc": (libraries_markdown, "docs/libraries.md"),
+}
 
 
-@main.command("sim-doc", hidden=True)
-def sim_doc_cmd() -> None:
-    """Print docs/simulator.md."""
-    click.echo(networks_markdown(), nl=False)
+def _doc_command(name: str, make: Callable[[], str], path: str) -> None:
+    @main.command(name, hidden=True, help=f"Print {path}.")
+    def doc_cmd() -> None:
+        click.echo(make(), nl=False)
 
 
-@main.command("models-doc", hidden=True)
-def models_doc_cmd() -> None:
-    """Print docs/models.md."""
-    click.echo(models_markdown(), nl=False)
+for _name, (_make, _path) in GENERATED_DOCS.items():
+    _doc_command(_name, _make, _path)
 
-
-@main.command("libraries-doc", hidden=True)
-def libraries_doc_cmd() -> None:
-    """Print docs/libraries.md."""
-    click.echo(libraries_markdown(), nl=False)
 
 if __name__ == "__main__":
     main()

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import io
 import math
 import os
 from typing import Any
 
-from colltune.files import write_atomic
+from colltune.report.figure import pyplot, write_png
 from colltune.tune.bench import BenchResults
 
 
@@ -16,11 +15,8 @@ def bench_figure(results: BenchResults) -> Any:
     measured median (solid, with the interquartile band), its prediction (dashed, same colour)
     and, circled, the points the decision table chooses.  Times in microseconds; the size axis is
     logarithmic above 1 byte and linear below, so size 0 is shown."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.lines import Line2D
+    plt = pyplot()
+    from matplotlib.lines import Line2D  # after pyplot(), which chooses the backend
 
     colls = list(results.collectives)
     cols = 1 if len(colls) == 1 else 2
@@ -71,10 +67,4 @@ def bench_figure(results: BenchResults) -> Any:
 
 def plot_bench(results: BenchResults, path: str | os.PathLike[str]) -> None:
     """Draw :func:`bench_figure` of ``results`` into the PNG file ``path`` (written atomically)."""
-    import matplotlib.pyplot as plt
-
-    fig = bench_figure(results)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100)
-    plt.close(fig)
-    write_atomic(path, buf.getvalue())
+    write_png(bench_figure(results), path)

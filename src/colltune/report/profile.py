@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import io
 import os
 
-from colltune.files import write_atomic
 from colltune.models.params import Tabulated
 from colltune.profiles.format import Profile, Series
+from colltune.report.figure import pyplot, write_png
 
 
 def _tabulated(ax, label: str, fn: Tabulated | None, measured: Series | None) -> bool:  # type: ignore[no-untyped-def]
@@ -25,12 +24,7 @@ def _tabulated(ax, label: str, fn: Tabulated | None, measured: Series | None) ->
 def plot_profile(profile: Profile, path: str | os.PathLike[str]) -> None:
     """Draw g(m), os(m), or(m) (pLogP, uni- and bidirectional) and PlogPT's b(h) of ``profile``
     into the PNG file ``path`` (written atomically); a panel the profile has no data for says so."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(2, 2, figsize=(11, 8))
+    fig, axes = pyplot().subplots(2, 2, figsize=(11, 8))
     plogp, tree = profile.models.plogp, profile.models.plogpt
     ms = profile.measurements
     unit = "us" if profile.time_unit == "s" else "units / 1e6"
@@ -64,7 +58,4 @@ def plot_profile(profile: Profile, path: str | os.PathLike[str]) -> None:
         ax.text(0.5, 0.5, "not in this profile", ha="center", va="center", transform=ax.transAxes)
     fig.suptitle(f"{profile.name}: {profile.description}")
     fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100)
-    plt.close(fig)
-    write_atomic(path, buf.getvalue())
+    write_png(fig, path)
