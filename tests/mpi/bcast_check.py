@@ -3,10 +3,12 @@
 For every algorithm (from the registry), a spread of roots and sizes, and two
 parameter settings where the algorithm has parameters, the plan is run twice
 (persistent requests restarted) into buffers pre-filled with garbage, and each
-rank compares its bytes with what MPI_Bcast delivers.  Any mismatch raises; run
-with ``python -m mpi4py`` so that one failing rank aborts the whole job.
+rank compares its bytes with what MPI_Bcast delivers.  Plans run on the executor that
+``COLLTUNE_EXECUTOR`` names (default: the compiled one), and each plan must say it did.  Any
+mismatch raises; run with ``python -m mpi4py`` so that one failing rank aborts the whole job.
 """
 
+import os
 import sys
 
 import numpy as np
@@ -21,6 +23,7 @@ sizes = [int(x) for x in sys.argv[1].split(",")] if len(sys.argv) > 1 else [0, 1
 roots = sorted({0, P // 2, P - 1})
 # parameter settings that exercise uneven segments and a non-default radix
 VARIANTS = {"segment_size": [1000, 65536], "radix": [3, 5], "min_split_size": [0, 4096]}
+EXECUTOR = os.environ.get("COLLTUNE_EXECUTOR", "compiled")
 
 cases = 0
 for alg in REGISTRY.select("bcast"):
@@ -34,6 +37,7 @@ for alg in REGISTRY.select("bcast"):
                 comm.Bcast(reference, root)
                 buf = message.copy() if me == root else np.full(n, 0xAA, dtype=np.uint8)
                 with colltune.plan("bcast", buf, root=root, comm=comm, algorithm=alg.name, **params) as plan:
+                    assert plan.executor == EXECUTOR, (plan.executor, EXECUTOR)
                     for attempt in range(2):
                         if me != root:
                             buf[:] = 0xAA
@@ -55,4 +59,4 @@ assert raw == bytearray(b"colltune" * 50), f"rank {me}: bytearray broadcast wron
 
 total = comm.allreduce(cases, op=MPI.SUM)
 if me == 0:
-    print(f"bcast_check: P={P}: {cases} cases per rank, {total} in all, identical to MPI_Bcast")
+    print(f"bcast_check: P={P}: {cases} cases per rank, {total} in all, {EXECUTOR} executor, identical to MPI_Bcast")

@@ -7,9 +7,12 @@ restarted) into buffers pre-filled with garbage, and each rank compares its byte
 mpi4py's native call delivers: bit for bit, for integer reductions too (every operation is
 tried); a float64 sum must agree within 4 P eps sum_k |x_k| per element, since the order of the
 additions differs.  Barriers are checked for timing: no rank leaves before the last one, held back
-20 ms, has entered.  Run with ``python -m mpi4py`` so that one failing rank aborts the job.
+20 ms, has entered (by the machine's monotonic clock, which every rank shares; Open MPI's
+MPI_Wtime counts from each process's own start).  Plans run on the executor that ``COLLTUNE_EXECUTOR`` names (default: the compiled one), and each
+plan must say it did.  Run with ``python -m mpi4py`` so that one failing rank aborts the job.
 """
 
+import os
 import sys
 import time
 
@@ -29,6 +32,7 @@ ELEMENTS = [0, 1, 5, 1001]
 # parameter settings that give uneven segments, small windows and throttles
 VARIANTS = {"segment_size": [4, 1000], "window": [1, 3], "switch_buffer": [0], "max_outstanding": [1, 2]}
 NATIVE_OPS = {name: getattr(MPI, name.upper()) for name in REDUCTION_OPS}
+EXECUTOR = os.environ.get("COLLTUNE_EXECUTOR", "compiled")
 
 
 def settings(alg):
@@ -42,6 +46,7 @@ def fail(what, got, want):
 
 def run_twice(what, collective, buffers, out, want, root, alg, params, op=None, close=None):
     with colltune.plan(collective, *buffers, root=root, comm=comm, algorithm=alg, op=op, **params) as plan:
+        assert plan.executor == EXECUTOR, (plan.executor, EXECUTOR)
         for attempt in range(2):
             if out is not None:
                 out.view(np.uint8)[:] = 0xAA
@@ -115,12 +120,13 @@ def reduce_case(coll, alg, params, root, count, op="sum", dtype="int32"):
 def barrier_case(alg, params):
     for late in sorted({0, P - 1}):
         with colltune.plan("barrier", comm=comm, algorithm=alg.name, **params) as plan:
+            assert plan.executor == EXECUTOR, (plan.executor, EXECUTOR)
             comm.Barrier()
             if me == late:
                 time.sleep(0.02)
-            entered = MPI.Wtime()
+            entered = time.monotonic()  # one clock for every rank of this machine (MPI_Wtime need not be)
             plan.run()
-            left = MPI.Wtime()
+            left = time.monotonic()
         enters, leaves = comm.allgather(entered), comm.allgather(left)
         if min(leaves) < max(enters):
             raise AssertionError(f"barrier/{alg.name} P={P}: rank {leaves.index(min(leaves))} left at "
@@ -180,4 +186,4 @@ for algorithm in ("native", None):
 
 total = comm.allreduce(cases, op=MPI.SUM)
 if me == 0:
-    print(f"colls_check: P={P}: {cases} cases per rank, {total} in all, identical to MPI")
+    print(f"colls_check: P={P}: {cases} cases per rank, {total} in all, {EXECUTOR} executor, identical to MPI")

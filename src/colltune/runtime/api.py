@@ -1,129 +1,71 @@
 """The public collective API: plans built once and run many times, and one-shot calls.
 
-Every call that can fail on bad input first agrees on the input across the
-communicator (one ``allgather`` of each rank's arguments and local error), so
-that bad input raises the same :class:`~colltune.errors.ParameterError` on
-every rank instead of failing on one rank while the others hang.
+Bad input raises the same :class:`~colltune.errors.ParameterError` on every rank: the ranks
+compare their local errors and arguments (:func:`~colltune.runtime.calls.agree`) when a plan is
+built and on the first one-shot call of each signature.  Later one-shot calls of a signature
+reuse what the first one agreed, decided, compiled and bound (:mod:`colltune.runtime.state`), so
+that a one-shot call costs what a plan's ``run()`` costs: the cached call runs from one C++ call
+that finds it by the communicator, the arguments and the buffers' addresses
+(``Engine.call``); Python only sees first calls and new buffers.
 """
 
 from __future__ import annotations
 
-import operator
+import inspect
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
-import numpy as np
 from mpi4py import MPI
 
-from colltune.algorithms import REGISTRY
-from colltune.collectives import COLLECTIVES, Problem, get_collective
-from colltune.errors import ColltuneError, ParameterError, UnknownAlgorithmError
-from colltune.runtime.executor import ScheduleExecutor
-from colltune.schedule import REDUCTION_DTYPES, Buf
-from colltune.tune.table import NATIVE, TABLE_ENV, DecisionTable, read_table
+from colltune.errors import ColltuneError, ParameterError
+from colltune.runtime import compiled
+from colltune.runtime.calls import AUTO, BUFFERS, Call, Decision, agree, decide, examine
+from colltune.runtime.runners import COLLECTIVE_IDS, PythonRunner, make_runner, recipe
+from colltune.runtime.state import CommState, Entry, existing_state, state_of
+from colltune.tune.table import NATIVE, DecisionTable
 
-AUTO = "auto"
-
-
-@lru_cache(maxsize=8)
-def _cached_table(path: str, mtime_ns: int, size: int) -> DecisionTable:
-    return read_table(path)
-
-
-def active_table(table: DecisionTable | str | os.PathLike[str] | None = None) -> DecisionTable:
-    """The decision table ``algorithm="auto"`` uses: ``table`` (a table or a file), else the file
-    named by ``COLLTUNE_TABLE``.  Files are read once and again only when they change."""
-    if isinstance(table, DecisionTable):
-        return table
-    spec = table if table is not None else os.environ.get(TABLE_ENV)
-    if not spec:
-        raise ParameterError(f"algorithm 'auto' needs a decision table: pass table=FILE or set {TABLE_ENV} "
-                             f"(colltune tune writes one)")
-    path = Path(spec)
-    try:
-        st = path.stat()
-    except OSError as exc:
-        raise ParameterError(f"{spec}: cannot read the decision table: {exc.strerror or exc}") from None
-    return _cached_table(str(path), st.st_mtime_ns, st.st_size)
-
-
-def as_bytes(buf: Any, name: str = "buf", writable: bool = True) -> np.ndarray:
-    """A ``uint8`` numpy view of ``buf`` (numpy array or any contiguous buffer-protocol object)."""
-    if isinstance(buf, np.ndarray):
-        if buf.flags.c_contiguous:
-            arr = buf
-        elif buf.flags.f_contiguous:
-            arr = buf.T
-        else:
-            raise ParameterError(f"{name}: the array is not contiguous; pass a contiguous copy")
-        if writable and not arr.flags.writeable:
-            raise ParameterError(f"{name}: the array is read-only")
-        return arr.reshape(-1).view(np.uint8)
-    try:
-        mv = memoryview(buf)
-    except TypeError:
-        raise ParameterError(f"{name}: a {type(buf).__name__} does not support the buffer protocol") from None
-    if not mv.c_contiguous:
-        raise ParameterError(f"{name}: the buffer is not C-contiguous")
-    if writable and mv.readonly:
-        raise ParameterError(f"{name}: the buffer is read-only")
-    return np.frombuffer(mv.cast("B"), dtype=np.uint8)
-
-
-def agree(comm: MPI.Comm, error: str | None, signature: dict[str, Any] | None) -> None:
-    """Raise the same :class:`ParameterError` on every rank if any rank has an error or
-    the ranks' signatures differ; return quietly on every rank otherwise."""
-    infos = comm.allgather((error, signature))
-    errors = [(r, e) for r, (e, _) in enumerate(infos) if e]
-    if errors:
-        r, e = errors[0]
-        if len(errors) == len(infos) and all(x == e for _, x in errors):
-            raise ParameterError(e)
-        more = f" (and {len(errors) - 1} other ranks)" if len(errors) > 1 else ""
-        raise ParameterError(f"rank {r}: {e}{more}")
-    first = infos[0][1] or {}
-    for r, (_, sig) in enumerate(infos):
-        for key, value in first.items():
-            if (sig or {}).get(key) != value:
-                raise ParameterError(
-                    f"ranks disagree on {key}: rank 0 has {value!r}, rank {r} has {(sig or {}).get(key)!r}")
+#: Executors a plan can ask for (``executor=``); None takes the compiled one where it is available.
+EXECUTORS = ("compiled", "python")
 
 
 class Plan:
     """A collective bound to buffers, algorithm and communicator; :meth:`run` it many times.
 
-    Built by :func:`plan`.  Holds a private duplicate of the communicator and, for
-    schedule algorithms, persistent requests; :meth:`free` (or leaving a ``with``
-    block) releases them.
+    Built by :func:`plan`.  ``algorithm`` and ``params`` say what runs (for ``"auto"``, what the
+    table chose), ``executor`` which executor runs it (``"compiled"`` or ``"python"``), ``comm``
+    colltune's private duplicate of the communicator.  :meth:`free` (or leaving a ``with`` block)
+    releases its persistent requests; freeing the communicator frees its plans too.
     """
 
-    def __init__(self, collective: str, algorithm: str, comm: MPI.Comm, run: Any, executor: ScheduleExecutor | None,
-                 params: dict[str, Any]):
+    def __init__(self, state: CommState, collective: str, decision: Decision, executor: str, runner: Any,
+                 keep: Any):
         self.collective = collective
-        self.algorithm = algorithm
-        self.params = params
-        self.comm = comm
-        self._run = run
-        self._executor = executor
+        self.algorithm = decision.algorithm
+        self.params = decision.params
+        self.executor = executor
+        self.comm = state.dup
+        self._runner = runner
+        self._keep = keep
+        self.run = runner.run  # the runner's own method: no Python between the call and the executor
+        state.plans.add(self)
 
-    def run(self) -> None:
+    def run(self) -> None:  # type: ignore[no-redef]  # replaced per instance by the runner's run
         """Execute the collective once (every rank of the communicator must call it)."""
-        if self._run is None:
-            raise ColltuneError("this plan has been freed")
-        self._run()
+        raise ColltuneError("this plan has been freed")
 
     def free(self) -> None:
-        """Release the persistent requests and the private communicator."""
-        if self._executor is not None:
-            self._executor.free()
-            self._executor = None
-        if self._run is not None:
-            self.comm.Free()
-            self._run = None
+        """Release the persistent requests (idempotent)."""
+        if self._runner is not None:
+            self._runner.release()
+            self._runner = None
+            self._keep = None
+            self.run = self._freed  # type: ignore[method-assign]
+
+    @staticmethod
+    def _freed() -> None:
+        raise ColltuneError("this plan has been freed (by free(), by leaving its with block, or by freeing "
+                            "its communicator)")
 
     def __enter__(self) -> "Plan":
         return self
@@ -132,74 +74,9 @@ class Plan:
         self.free()
 
 
-#: The MPI operation of each reduction name.
-MPI_OPS: dict[str, MPI.Op] = {
-    "sum": MPI.SUM, "prod": MPI.PROD, "max": MPI.MAX, "min": MPI.MIN, "band": MPI.BAND, "bor": MPI.BOR,
-    "bxor": MPI.BXOR, "land": MPI.LAND, "lor": MPI.LOR,
-}
-
-#: The positional buffers of each collective, as in MPI.
-BUFFERS: dict[str, tuple[str, ...]] = {
-    name: ("buf",) if name == "bcast" else () if coll.synchronizes else ("sendbuf", "recvbuf")
-    for name, coll in COLLECTIVES.items()
-}
-
-_EMPTY = np.zeros(0, dtype=np.uint8)
-
-
-@dataclass
-class _Bound:
-    """The user's buffers of one rank as byte views, and what they imply."""
-
-    send: np.ndarray
-    recv: np.ndarray
-    size: int
-    dtype: str | None = None
-    typed: tuple[Any, Any] = (None, None)
-
-
-def _bind(collective: str, buffers: tuple[Any, ...], procs: int, me: int, root: int) -> _Bound:
-    """Check and view the user's buffers; raise :class:`ParameterError` naming the buffer."""
-    names = BUFFERS[collective]
-    if len(buffers) != len(names):
-        raise ParameterError(f"{collective} takes {len(names)} buffer(s) ({', '.join(names) or 'none'}), "
-                             f"got {len(buffers)}")
-    if collective == "bcast":
-        data = as_bytes(buffers[0])
-        return _Bound(_EMPTY, data, len(data))
-    if not names:
-        return _Bound(_EMPTY, _EMPTY, 0)
-    sendbuf, recvbuf = buffers
-    send_used = collective != "scatter" or me == root
-    recv_used = collective not in ("gather", "reduce") or me == root
-    send = as_bytes(sendbuf, "sendbuf", writable=False) if send_used else _EMPTY
-    recv = as_bytes(recvbuf, "recvbuf") if recv_used else _EMPTY
-    if len(send) and len(recv) and np.may_share_memory(send, recv):
-        raise ParameterError("sendbuf and recvbuf overlap (MPI_IN_PLACE is not supported)")
-    bound = _Bound(send, recv, len(send))
-    if collective == "scatter":
-        bound.size = len(recv)
-    elif collective == "alltoall":
-        if len(send) % procs:
-            raise ParameterError(f"sendbuf has {len(send)} bytes, not {procs} equal blocks")
-        bound.size = len(send) // procs
-    if get_collective(collective).reduces:
-        for name, buf, used in (("sendbuf", sendbuf, True), ("recvbuf", recvbuf, recv_used)):
-            if used and not isinstance(buf, np.ndarray):
-                raise ParameterError(f"{name}: {collective} needs numpy arrays (their dtype says what to combine)")
-        dtype = sendbuf.dtype
-        if recv_used and recvbuf.dtype != dtype:
-            raise ParameterError(f"recvbuf has dtype {recvbuf.dtype}, sendbuf {dtype}")
-        if dtype.name not in REDUCTION_DTYPES or not dtype.isnative:
-            raise ParameterError(f"sendbuf: dtype {dtype} cannot be reduced; valid: {', '.join(REDUCTION_DTYPES)} "
-                                 f"in native byte order")
-        bound.dtype = dtype.name
-        bound.typed = (sendbuf, recvbuf if recv_used else None)
-    return bound
-
-
 def plan(collective: str, *buffers: Any, root: int = 0, comm: MPI.Comm | None = None, algorithm: str = NATIVE,
-         op: str | None = None, table: DecisionTable | str | os.PathLike[str] | None = None, **params: Any) -> Plan:
+         op: str | None = None, table: DecisionTable | str | os.PathLike[str] | None = None,
+         executor: str | None = None, **params: Any) -> Plan:
     """Build a plan for ``collective`` on the given buffers (collective: call on every rank of ``comm``).
 
     Parameters
@@ -220,90 +97,103 @@ def plan(collective: str, *buffers: Any, root: int = 0, comm: MPI.Comm | None = 
         named by the ``COLLTUNE_TABLE`` environment variable.
     op: for reduce and allreduce, the operation's name (default ``"sum"``; see
         :data:`~colltune.schedule.ir.REDUCTION_OPS`), applied elementwise over the sendbuf's dtype.
+    executor: ``"compiled"`` (C++, the default where it is available), or ``"python"`` (the
+        reference executor, slower).
     params: the algorithm's parameters, e.g. ``segment_size=8192`` (bytes).
     """
-    comm = comm if comm is not None else MPI.COMM_WORLD
-    error, signature = None, None
+    comm = _communicator(comm)
+    state = state_of(comm)
+    error, call, decision = None, None, None
     try:
-        coll = get_collective(collective)
-        if not coll.rooted and root != 0:
-            raise ParameterError(f"{collective} has no root; got root={root!r}")
-        if op is not None and not coll.reduces:
-            raise ParameterError(f"{collective} does not reduce; it takes no op")
-        procs, me = comm.Get_size(), comm.Get_rank()
-        try:
-            root = operator.index(root)
-        except TypeError:
-            raise ParameterError(f"root must be an integer, got {root!r}") from None
-        if not 0 <= root < procs:
-            raise ParameterError(f"root must be a rank in 0..{procs - 1}, got {root!r}")
-        bound = _bind(collective, buffers, procs, me, root)
-        problem = Problem(collective, procs, root, bound.size, op=op if coll.reduces else None, dtype=bound.dtype)
-        want_send, want_recv = coll.buffers(problem)
-        for name, view, want in (("sendbuf", bound.send, want_send[me]), ("recvbuf", bound.recv, want_recv[me])):
-            if len(view) != want:
-                raise ParameterError(f"{name} has {len(view)} bytes; {collective} of {problem.size}-byte "
-                                     f"blocks on {procs} ranks needs {want}")
-        if algorithm == AUTO:
-            if params:
-                raise ParameterError(f"algorithm 'auto' takes its parameters from the table, got {sorted(params)}")
-            algorithm, params = active_table(table).lookup(collective, procs, problem.size)
-            if algorithm != NATIVE and REGISTRY.get(collective, algorithm).needs_commutative \
-                    and not problem.commutative:
-                algorithm, params = NATIVE, {}
-        elif table is not None:
-            raise ParameterError("table= is only used with algorithm='auto'")
-        if algorithm == NATIVE:
-            if params:
-                raise ParameterError(f"algorithm 'native' takes no parameters, got {sorted(params)}")
-            name, values = NATIVE, {}
-        else:
-            try:
-                alg = REGISTRY.get(collective, algorithm)
-            except UnknownAlgorithmError as exc:
-                raise ParameterError(f"{exc}, or {NATIVE}") from None
-            name, values = alg.name, alg.validate_params(params)
-        signature = {"collective": collective, "algorithm": name, "root": root, "size in bytes": problem.size,
-                     "op": problem.op, "dtype": problem.dtype, "parameters": values}
+        if executor not in (None, *EXECUTORS):
+            raise ParameterError(f"executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
+        if executor == "compiled" and compiled.ENGINE is None:
+            raise ParameterError(f"the compiled executor is not available: {compiled.UNAVAILABLE}")
+        call = examine(collective, buffers, root, comm, algorithm, op, table, params)
+        decision = decide(call)
     except ColltuneError as exc:
         error = str(exc)
-    agree(comm, error, signature)
-    private = comm.Dup()
-    if name == NATIVE:
-        return Plan(collective, name, private, _native(collective, private, bound, problem), None, values)
-    schedule = alg.schedule_for(problem, **values)
-    executor = ScheduleExecutor(schedule, private, {Buf.SEND: bound.send, Buf.RECV: bound.recv})
-    return Plan(collective, name, private, executor.run, executor, values)
+    agree(state.dup, error, decision.signature if decision else None)
+    assert call is not None and decision is not None
+    made = recipe(call, decision, use_compiled=executor != "python")
+    runner, keep = make_runner(made, state, call.bound, shared=False)
+    return Plan(state, collective, decision, made.executor, runner, (call.bound, keep))
 
 
-def _native(collective: str, comm: MPI.Comm, bound: _Bound, problem: Problem) -> Callable[[], None]:
-    """The MPI library's own collective on the bound buffers."""
-    send, recv, root = [bound.send, MPI.BYTE], [bound.recv, MPI.BYTE], problem.root
-    me = comm.Get_rank()
-    if collective == "bcast":
-        return lambda: comm.Bcast(recv, root)
-    if collective == "scatter":
-        return lambda: comm.Scatter(send if me == root else None, recv, root)
-    if collective == "gather":
-        return lambda: comm.Gather(send, recv if me == root else None, root)
-    if collective == "allgather":
-        return lambda: comm.Allgather(send, recv)
-    if collective == "alltoall":
-        return lambda: comm.Alltoall(send, recv)
-    if collective == "barrier":
-        return comm.Barrier
-    typed_send, typed_recv = bound.typed
-    mpi_op = MPI_OPS[str(problem.op)]
-    if collective == "reduce":
-        return lambda: comm.Reduce(typed_send, typed_recv, op=mpi_op, root=root)
-    return lambda: comm.Allreduce(typed_send, typed_recv, op=mpi_op)
+def _communicator(comm: Any) -> MPI.Comm:
+    if comm is None:
+        return MPI.COMM_WORLD
+    if not isinstance(comm, MPI.Comm):
+        raise ParameterError(f"comm must be an mpi4py communicator, got {type(comm).__name__}")
+    if comm.Is_inter():
+        raise ParameterError("comm is an intercommunicator; colltune's collectives take intracommunicators")
+    return comm
+
+
+def _once(collective: str, buffers: tuple[Any, ...], root: Any, comm: Any, algorithm: Any, op: str | None,
+          params: dict[str, Any]) -> None:
+    """A one-shot call that the fast path (``Engine.call``) did not run: decide, bind, run, cache."""
+    comm = _communicator(comm)
+    state = state_of(comm)
+    if algorithm == AUTO:
+        state.tick_auto()
+    table = params.get("table")
+    algorithm_params = {k: v for k, v in params.items() if k != "table"}
+    error, call = None, None
+    try:
+        call = examine(collective, buffers, root, comm, algorithm, op, table, algorithm_params)
+    except ColltuneError as exc:
+        error = str(exc)
+    entry = state.find(call.key) if call is not None else None
+    if entry is None or state.full_check:
+        decision = None
+        if call is not None:
+            try:
+                decision = decide(call)
+            except ColltuneError as exc:
+                error = str(exc)
+        agree(state.dup, error, decision.signature if decision else None)
+        assert call is not None and decision is not None
+        if entry is None or (entry.recipe.algorithm, entry.recipe.params) != (decision.algorithm, decision.params):
+            entry = state.add(lambda group: _entry(call, decision, group))
+    assert call is not None
+    b0, b1 = _key_buffers(collective, buffers)
+    coll = COLLECTIVE_IDS[collective]
+    cache = state.cache
+    if cache is not None and cache.run(coll, algorithm, root, op, params, b0, b1):
+        return
+    runner, _ = make_runner(entry.recipe, state, call.bound, shared=cache is not None)
+    runner.run()
+    if cache is not None and not isinstance(runner, PythonRunner):
+        cache.insert(coll, algorithm, root, op, params, b0, b1, runner, entry.group, entry.auto)
+    else:
+        runner.release()
+
+
+def _entry(call: Call, decision: Decision, group: int) -> Entry:
+    return Entry(call.key, recipe(call, decision, use_compiled=True), group, decision.table_file,
+                 decision.table_version)
+
+
+def _key_buffers(collective: str, buffers: tuple[Any, ...]) -> tuple[Any, Any]:
+    """The two buffer arguments of a call as the call cache keys them (None where there is none)."""
+    if len(buffers) == 2:
+        return buffers[0], buffers[1]
+    return (buffers[0] if buffers else None), None
+
+
+def call_cache(comm: MPI.Comm | None = None) -> list[dict[str, Any]]:
+    """What colltune keeps for ``comm``'s one-shot calls: each signature (least recently used
+    first) with the algorithm it runs and the executor; empty before the first call."""
+    state = existing_state(_communicator(comm))
+    return state.describe() if state is not None else []
 
 
 def bcast(buf: Any, root: int = 0, comm: MPI.Comm | None = None, algorithm: str = NATIVE, **params: Any) -> None:
     """Broadcast ``buf`` from ``root`` to every rank of ``comm``, in place.
 
-    One-shot form of ``plan("bcast", buf, root=root, comm=comm, algorithm=algorithm, **params).run()``;
-    see :func:`plan`.  Build a plan instead when broadcasting repeatedly.
+    The same as ``plan("bcast", buf, root=root, comm=comm, algorithm=algorithm, **params).run()``
+    (see :func:`plan`), at the cost of ``run()`` from the second call on with the same arguments.
     """
     _once("bcast", (buf,), root, comm, algorithm, None, params)
 
@@ -332,15 +222,15 @@ def alltoall(sendbuf: Any, recvbuf: Any, comm: MPI.Comm | None = None, algorithm
     _once("alltoall", (sendbuf, recvbuf), 0, comm, algorithm, None, params)
 
 
-def reduce(sendbuf: np.ndarray, recvbuf: np.ndarray | None, op: str = "sum", root: int = 0,
-           comm: MPI.Comm | None = None, algorithm: str = NATIVE, **params: Any) -> None:
+def reduce(sendbuf: Any, recvbuf: Any, op: str = "sum", root: int = 0, comm: MPI.Comm | None = None,
+           algorithm: str = NATIVE, **params: Any) -> None:
     """Combine every rank's ``sendbuf`` elementwise with ``op`` into the root's ``recvbuf`` (numpy arrays
     of one dtype)."""
     _once("reduce", (sendbuf, recvbuf), root, comm, algorithm, op, params)
 
 
-def allreduce(sendbuf: np.ndarray, recvbuf: np.ndarray, op: str = "sum", comm: MPI.Comm | None = None,
-              algorithm: str = NATIVE, **params: Any) -> None:
+def allreduce(sendbuf: Any, recvbuf: Any, op: str = "sum", comm: MPI.Comm | None = None, algorithm: str = NATIVE,
+              **params: Any) -> None:
     """Combine every rank's ``sendbuf`` elementwise with ``op`` into every rank's ``recvbuf``."""
     _once("allreduce", (sendbuf, recvbuf), 0, comm, algorithm, op, params)
 
@@ -350,7 +240,24 @@ def barrier(comm: MPI.Comm | None = None, algorithm: str = NATIVE, **params: Any
     _once("barrier", (), 0, comm, algorithm, None, params)
 
 
-def _once(collective: str, buffers: tuple[Any, ...], root: int, comm: MPI.Comm | None, algorithm: str,
-          op: str | None, params: dict[str, Any]) -> None:
-    with plan(collective, *buffers, root=root, comm=comm, algorithm=algorithm, op=op, **params) as p:
-        p.run()
+def _front(fn: Callable[..., None]) -> Callable[..., None]:
+    """``fn``, a one-shot function, or where the compiled executor is available its compiled front:
+    a builtin with the same parameters that runs a cached call without entering Python and hands
+    every other call to ``fn`` unchanged."""
+    engine = compiled.ENGINE
+    if engine is None:
+        return fn
+    sig = inspect.signature(fn)
+    named = [p for p in sig.parameters.values() if p.kind is p.POSITIONAL_OR_KEYWORD]
+    bare = sig.replace(parameters=[p.replace(annotation=p.empty) for p in sig.parameters.values()],
+                       return_annotation=sig.empty)
+    return engine.front(fn, COLLECTIVE_IDS[fn.__name__], [p.name for p in named],
+                        [None if p.default is p.empty else p.default for p in named],
+                        [p.default is p.empty for p in named], f"{fn.__name__}{bare}")
+
+
+bcast, scatter, gather, allgather, alltoall, reduce, allreduce, barrier = (
+    _front(f) for f in (bcast, scatter, gather, allgather, alltoall, reduce, allreduce, barrier))
+
+__all__ = ["AUTO", "BUFFERS", "EXECUTORS", "NATIVE", "Plan", "allgather", "allreduce", "alltoall", "barrier",
+           "bcast", "call_cache", "gather", "plan", "reduce", "scatter"]
