@@ -95,7 +95,7 @@ def test_every_other_collective_matches_native(procs: int, executor: str) -> Non
 def test_one_shot_calls_are_cached_rebound_invalidated_and_bounded(procs: int) -> None:
     res = run_mpi("cache_check.py", procs, timeout=240)
     assert res.returncode == 0, f"stdout:\n{res.stdout}\nstderr:\n{res.stderr[-4000:]}"
-    assert f"cache_check: P={procs}: 12" in res.stdout and "checks passed" in res.stdout
+    assert re.search(rf"cache_check: P={procs}: \d+ checks passed", res.stdout), res.stdout
 
 
 @pytest.mark.parametrize("procs", (2, 3))

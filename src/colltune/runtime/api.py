@@ -4,9 +4,10 @@ Bad input raises the same :class:`~colltune.errors.ParameterError` on every rank
 compare their local errors and arguments (:func:`~colltune.runtime.calls.agree`) when a plan is
 built and on the first one-shot call of each signature.  Later one-shot calls of a signature
 reuse what the first one agreed, decided, compiled and bound (:mod:`colltune.runtime.state`), so
-that a one-shot call costs what a plan's ``run()`` costs: the cached call runs from one C++ call
-that finds it by the communicator, the arguments and the buffers' addresses
-(``Engine.call``); Python only sees first calls and new buffers.
+that a one-shot call costs what a plan's ``run()`` costs: the public one-shot functions are
+compiled fronts (:func:`_front`) that find the cached call by the communicator, the arguments and
+the buffers' addresses and run it without entering Python; the Python functions below only see
+first calls, new buffers and bad input.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from colltune.errors import ColltuneError, ParameterError
 from colltune.runtime import compiled
 from colltune.runtime.calls import AUTO, BUFFERS, Call, Decision, agree, decide, examine
 from colltune.runtime.runners import COLLECTIVE_IDS, PythonRunner, make_runner, recipe
-from colltune.runtime.state import CommState, Entry, existing_state, state_of
+from colltune.runtime.state import CommState, Entry, auto_units, existing_state, state_of
 from colltune.tune.table import NATIVE, DecisionTable
 
 #: Executors a plan can ask for (``executor=``); None takes the compiled one where it is available.
@@ -132,11 +133,10 @@ def _communicator(comm: Any) -> MPI.Comm:
 
 def _once(collective: str, buffers: tuple[Any, ...], root: Any, comm: Any, algorithm: Any, op: str | None,
           params: dict[str, Any]) -> None:
-    """A one-shot call that the fast path (``Engine.call``) did not run: decide, bind, run, cache."""
+    """A one-shot call that its compiled front did not run (or any one-shot call without the compiled
+    executor): agree and decide if the signature is new, bind if the buffers are, run, cache."""
     comm = _communicator(comm)
     state = state_of(comm)
-    if algorithm == AUTO:
-        state.tick_auto()
     table = params.get("table")
     algorithm_params = {k: v for k, v in params.items() if k != "table"}
     error, call = None, None
@@ -157,15 +157,19 @@ def _once(collective: str, buffers: tuple[Any, ...], root: Any, comm: Any, algor
         if entry is None or (entry.recipe.algorithm, entry.recipe.params) != (decision.algorithm, decision.params):
             entry = state.add(lambda group: _entry(call, decision, group))
     assert call is not None
-    b0, b1 = _key_buffers(collective, buffers)
+    if entry.auto and state.tick_auto(auto_units(call.problem.size)):
+        _once(collective, buffers, root, comm, algorithm, op, params)  # the table changed: decide again
+        return
     coll = COLLECTIVE_IDS[collective]
+    b0, b1 = _key_buffers(collective, buffers)
     cache = state.cache
     if cache is not None and cache.run(coll, algorithm, root, op, params, b0, b1):
         return
     runner, _ = make_runner(entry.recipe, state, call.bound, shared=cache is not None)
     runner.run()
     if cache is not None and not isinstance(runner, PythonRunner):
-        cache.insert(coll, algorithm, root, op, params, b0, b1, runner, entry.group, entry.auto)
+        cache.insert(coll, algorithm, root, op, params, b0, b1, runner, entry.group, entry.auto,
+                     auto_units(call.problem.size))
     else:
         runner.release()
 

@@ -112,7 +112,7 @@ def make_runner(r: Recipe, state: Any, bound: Bound, shared: bool) -> tuple[Any,
         return engine.native(*args, state.dup.handle, send, recv), None
     if r.compiled:
         if shared:
-            return state.cache.bind(r.program, send, recv), None
+            return state.cache.bind(r.program, send, recv, state.scratch_for(r.program.scratch_bytes)), None
         scratch = np.zeros(r.program.scratch_bytes, dtype=np.uint8)
         return engine.bind(r.program, state.dup.handle, send, recv, compiled.address(scratch)), scratch
     executor = ScheduleExecutor(r.schedule, state.dup, {Buf.SEND: bound.send, Buf.RECV: bound.recv})

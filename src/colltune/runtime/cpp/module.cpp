@@ -28,7 +28,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <list>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -102,7 +101,7 @@ class HeldBuffer {
   }
 
  private:
-  Py_buffer view_{};
+  Py_buffer view_;  // filled by PyObject_GetBuffer when held_ (not zeroed: this is on the fast path)
   bool held_ = false;
 };
 
@@ -239,7 +238,10 @@ struct PyProgram {
   std::shared_ptr<const Program> program;
 };
 
+// Runners and caches keep the Python Engine object alive (declared first: released last), since
+// they call the MPI functions it holds, and Python may tear objects down in any order at exit.
 struct PyRunner {
+  nb::object engine;
   std::unique_ptr<Runner> runner;
 
   void run() {
@@ -272,17 +274,22 @@ class CallCache {
   // that send a call back to Python: full checking, and the periodic table check of ``auto``.
   bool run(const CallArgs &args, bool gated) {
     if (closed_ || (gated && full_check_)) return false;
-    CallKey key;
     HeldBuffer held[2];
-    if (!make_key(args, held, key)) return false;
-    auto it = map_.find(key);
-    if (it == map_.end()) return false;
-    Binding &b = it->second;
-    if (b.is_auto && gated) {
-      if (auto_calls_ + 1 >= recheck_) return false;
-      ++auto_calls_;
+    Binding *found = repeat(args);
+    if (found == nullptr) {
+      CallKey key;
+      if (!make_key(args, held, key)) return false;
+      auto it = map_.find(key);
+      if (it == map_.end()) return false;
+      found = &it->second;
+      remember(args, key, found);
     }
-    lru_.splice(lru_.begin(), lru_, b.lru);
+    Binding &b = *found;
+    if (b.is_auto && gated) {
+      if (auto_units_ + b.units >= recheck_) return false;
+      auto_units_ += b.units;
+    }
+    b.last_hit = ++clock_;
     Runner *runner = b.runner.get();
     nb::gil_scoped_release unlocked;
     runner->run();
@@ -290,8 +297,9 @@ class CallCache {
   }
 
   // Cache ``runner`` under the key of this call; it runs for calls with equal keys until the
-  // group is dropped, the scratch grows, or it is the least recently used of too many.
-  void insert(const CallArgs &args, PyRunner &runner, long group, bool is_auto) {
+  // group is dropped, the scratch grows, or it is the least recently used of too many.  An
+  // ``is_auto`` call counts ``units`` of work towards the next table check at each run.
+  void insert(const CallArgs &args, PyRunner &runner, long group, bool is_auto, long units) {
     if (closed_) throw MpiFailure("the communicator of this cache has been freed");
     if (!runner.runner) throw MpiFailure("this runner has been released");
     CallKey key;
@@ -301,70 +309,123 @@ class CallCache {
       return;
     }
     erase(key);
-    while (map_.size() >= max_bindings_ && !lru_.empty()) erase(*lru_.back());
+    while (map_.size() >= max_bindings_) erase(least_recent());
     auto [it, ok] = map_.emplace(std::move(key), Binding{});
     it->first.own();
     Binding &b = it->second;
     b.runner = std::move(runner.runner);
     b.group = group;
     b.is_auto = is_auto;
-    lru_.push_front(&it->first);
-    b.lru = lru_.begin();
+    b.units = units;
+    b.last_hit = ++clock_;
   }
 
-  // The shared scratch buffer, grown to ``bytes`` (dropping every binding, which used the old
-  // one); one-shot calls run one at a time, so one scratch serves them all.
-  unsigned char *scratch(std::int64_t bytes) {
-    if (bytes > static_cast<std::int64_t>(scratch_.size())) {
-      clear();
-      scratch_.assign(static_cast<std::size_t>(bytes), 0);
-    }
-    return scratch_.data();
-  }
-
+  // Forget a signature: its bindings and its last use.
   void drop_group(long group) {
     std::vector<const CallKey *> doomed;
     for (auto &[k, b] : map_)
       if (b.group == group) doomed.push_back(&k);
     for (const CallKey *k : doomed) erase(*k);
+    touched_.erase(group);
+  }
+
+  // Signature recency, by a clock of this communicator's calls: a call of a signature, whether
+  // it runs here (its binding's last_hit) or in Python (``touch``), makes it the most recent.  Every rank sees the same
+  // calls, so every rank's clock agrees, and Python drops the same least recent signature on
+  // every rank.
+  void touch(long group) { touched_[group] = ++clock_; }
+  std::uint64_t last_use(long group) const {
+    auto it = touched_.find(group);
+    std::uint64_t last = it == touched_.end() ? 0 : it->second;
+    for (const auto &[k, b] : map_)
+      if (b.group == group) last = std::max(last, b.last_hit);
+    return last;
   }
 
   void clear() {
+    last_.binding = nullptr;
     for (auto &[k, b] : map_) {
       b.runner->release();
       k.disown();
     }
     map_.clear();
-    lru_.clear();
   }
 
   // Release everything and stop serving calls (the communicator is being freed).
   void close();
 
   std::size_t size() const { return map_.size(); }
-  std::int64_t scratch_bytes() const { return static_cast<std::int64_t>(scratch_.size()); }
   bool closed() const { return closed_; }
   bool full_check() const { return full_check_; }
-  long auto_calls() const { return auto_calls_; }
-  void set_auto_calls(long n) { auto_calls_ = n; }
+  long auto_units() const { return auto_units_; }
+  void set_auto_units(long n) { auto_units_ = n; }
   long recheck() const { return recheck_; }
   std::size_t max_bindings() const { return max_bindings_; }
   Handle dup() const { return dup_; }
   EngineBase *engine() const { return engine_; }
 
  private:
+  // The last call that ran from the cache, by the identity of its argument objects: a call that
+  // passes the very same objects (the usual loop) skips the key and the hash table, once its
+  // buffers are seen to be where they were.  It holds the algorithm, root and op objects, so that
+  // the same address means the same object; it holds no buffer, but only a numpy array whose
+  // memory, type and flags match the last call's passes for it.
+  struct LastCall {
+    const void *binding = nullptr;
+    int collective = 0;
+    nb::object algorithm, root, op;
+    PyObject *b0 = nullptr, *b1 = nullptr;
+    BufKey buf[2];
+  };
+
+  struct Binding;
+  Binding *repeat(const CallArgs &a) {
+    if (last_.binding == nullptr || !a.params.empty() || a.collective != last_.collective ||
+        a.algorithm != last_.algorithm.ptr() || a.root != last_.root.ptr() || a.op != last_.op.ptr() ||
+        a.b0 != last_.b0 || a.b1 != last_.b1)
+      return nullptr;
+    PyObject *objs[2] = {a.b0, a.b1};
+    for (int i = 0; i < 2; ++i) {
+      const BufKey &k = last_.buf[i];
+      if (k.kind == BufKey::NONE) {
+        if (objs[i] != Py_None) return nullptr;
+        continue;
+      }
+      if (k.kind != BufKey::ARRAY || !PyArray_Check(objs[i])) return nullptr;  // other buffers: the full key
+      auto *arr = reinterpret_cast<PyArrayObject *>(objs[i]);
+      if (reinterpret_cast<std::uintptr_t>(PyArray_DATA(arr)) != k.address || PyArray_NBYTES(arr) != k.length ||
+          PyArray_TYPE(arr) != k.type || !PyArray_ISONESEGMENT(arr) || !PyArray_ISWRITEABLE(arr) != k.readonly)
+        return nullptr;
+    }
+    return static_cast<Binding *>(const_cast<void *>(last_.binding));
+  }
+  void remember(const CallArgs &a, const CallKey &key, Binding *b) {
+    if (!a.params.empty()) return;
+    last_ = LastCall{b,    a.collective, nb::borrow(a.algorithm), nb::borrow(a.root), nb::borrow(a.op),
+                     a.b0, a.b1,         {key.buf[0], key.buf[1]}};
+  }
+
   struct Binding {
     std::unique_ptr<Runner> runner;
     long group = 0;
+    std::uint64_t last_hit = 0;  // the clock when it last ran (or was kept)
     bool is_auto = false;
-    std::list<const CallKey *>::iterator lru;
+    long units = 1;
   };
+
+  // The key of the binding that ran least recently (the map is not empty).
+  const CallKey &least_recent() const {
+    auto best = map_.begin();
+    for (auto it = map_.begin(); it != map_.end(); ++it)
+      if (it->second.last_hit < best->second.last_hit) best = it;
+    return best->first;
+  }
 
   void erase(const CallKey &key) {
     auto it = map_.find(key);
     if (it == map_.end()) return;
+    last_.binding = nullptr;
     it->second.runner->release();
-    lru_.erase(it->second.lru);
     it->first.disown();
     map_.erase(it);
   }
@@ -374,11 +435,12 @@ class CallCache {
   bool full_check_;
   std::size_t max_bindings_;
   long recheck_;
-  long auto_calls_ = 0;
+  long auto_units_ = 0;  // work of the "auto" calls since the last table check (see insert's units)
   bool closed_ = false;
   std::unordered_map<CallKey, Binding, CallKeyHash> map_;
-  std::list<const CallKey *> lru_;  // most recently used first
-  std::vector<unsigned char> scratch_;
+  LastCall last_;
+  std::unordered_map<long, std::uint64_t> touched_;  // signatures' calls taken by Python, by group
+  std::uint64_t clock_ = 0;
 };
 
 // The MPI library, through one ABI, and the call caches of the communicators by handle.
@@ -397,25 +459,33 @@ class EngineBase {
   // The cache of the communicator with handle ``h``, or nullptr.  A cache is found by handle
   // only while it is open: closing it (when its communicator is freed, before the handle can be
   // reused) forgets it.
-  CallCache *find(Handle h) const {
+  CallCache *find(Handle h) {
+    if (h == last_handle_ && last_cache_ != nullptr) return last_cache_;
     auto it = caches_.find(h);
-    return it == caches_.end() ? nullptr : it->second;
+    if (it == caches_.end()) return nullptr;
+    last_handle_ = h;
+    last_cache_ = it->second;
+    return it->second;
   }
-  void remember(Handle h, CallCache *cache) { caches_[h] = cache; }
+  void remember(Handle h, CallCache *cache) {
+    caches_[h] = cache;
+    last_cache_ = nullptr;
+  }
   void forget(Handle h, const CallCache *cache) {
     auto it = caches_.find(h);
     if (it != caches_.end() && it->second == cache) caches_.erase(it);
+    last_cache_ = nullptr;
   }
 
  private:
   std::unordered_map<Handle, CallCache *> caches_;
+  Handle last_handle_ = 0;  // the last cache found, by handle (forgotten whenever a cache comes or goes)
+  CallCache *last_cache_ = nullptr;
 };
 
 void CallCache::close() {
   if (closed_) return;
   clear();
-  scratch_.clear();
-  scratch_.shrink_to_fit();
   closed_ = true;
   engine_->forget(comm_, this);
 }
@@ -468,38 +538,51 @@ class Engine final : public EngineBase {
 // calls the Python function with exactly the arguments it got.
 
 struct Front {
-  EngineBase *engine;
+  static constexpr std::size_t MAX = 8;  // named parameters (reduce has 6)
+  nb::object owner;  // the Python Engine object, kept alive while the front can call into it
+  EngineBase *engine = nullptr;
   nb::object fn;
-  int collective;
-  std::vector<nb::object> names;  // interned
-  std::vector<nb::object> defaults;
+  int collective = 0;
+  std::size_t n = 0;
+  PyObject *names[MAX] = {};     // interned; owned
+  PyObject *defaults[MAX] = {};  // owned; null: a parameter without a default
   int buf0 = -1, buf1 = -1, root = -1, op = -1, comm = -1, algorithm = -1;
   std::string name, doc;
   PyMethodDef def{};
 
+  Front() = default;
+  Front(const Front &) = delete;
+  Front &operator=(const Front &) = delete;
+  ~Front() {
+    for (std::size_t i = 0; i < n; ++i) {
+      Py_XDECREF(names[i]);
+      Py_XDECREF(defaults[i]);
+    }
+  }
+
   int index(PyObject *kw) const {
-    for (std::size_t i = 0; i < names.size(); ++i)
-      if (names[i].ptr() == kw) return static_cast<int>(i);
-    for (std::size_t i = 0; i < names.size(); ++i)
-      if (PyUnicode_Compare(names[i].ptr(), kw) == 0) return static_cast<int>(i);
+    for (std::size_t i = 0; i < n; ++i)
+      if (names[i] == kw) return static_cast<int>(i);
+    for (std::size_t i = 0; i < n; ++i)
+      if (PyUnicode_Compare(names[i], kw) == 0) return static_cast<int>(i);
     return -1;
   }
 };
 
-constexpr const char *FRONT_CAPSULE = "colltune.runtime._exec.Front";
+constexpr const char *FRONT_CAPSULE = nullptr;  // unnamed: PyCapsule_GetPointer then compares no string
 
 PyObject *ZERO = nullptr;  // the int 0, the root of collectives that have none (set at import)
 
 PyObject *front_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
   auto *f = static_cast<Front *>(PyCapsule_GetPointer(self, FRONT_CAPSULE));
-  constexpr std::size_t MAX = 8;
-  const std::size_t n = f->names.size();
-  PyObject *slot[MAX] = {};
+  constexpr std::size_t MAX = Front::MAX;
+  const std::size_t n = f->n;
+  PyObject *slot[MAX];
   bool ran = false;
   if (static_cast<std::size_t>(nargs) <= n && n <= MAX) {
     CallArgs call;
     bool ok = true;
-    for (Py_ssize_t i = 0; i < nargs; ++i) slot[i] = args[i];
+    for (std::size_t i = 0; i < n; ++i) slot[i] = i < static_cast<std::size_t>(nargs) ? args[i] : nullptr;
     const Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
     for (Py_ssize_t k = 0; k < nkw && ok; ++k) {
       PyObject *kw = PyTuple_GET_ITEM(kwnames, k);
@@ -514,7 +597,7 @@ PyObject *front_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs, Py
     }
     for (std::size_t i = 0; i < n; ++i)
       if (slot[i] == nullptr) {
-        slot[i] = f->defaults[i].ptr();
+        slot[i] = f->defaults[i];
         if (slot[i] == nullptr) ok = false;  // a required argument is missing
       }
     if (ok) {
@@ -547,20 +630,22 @@ PyObject *front_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs, Py
   return PyObject_Vectorcall(f->fn.ptr(), args, static_cast<std::size_t>(nargs), kwnames);
 }
 
-nb::object make_front(EngineBase *engine, nb::object fn, int collective, const std::vector<std::string> &names,
+nb::object make_front(nb::object owner, EngineBase *engine, nb::object fn, int collective, const std::vector<std::string> &names,
                       const std::vector<nb::object> &defaults, const std::vector<bool> &required,
                       const std::string &signature) {
-  if (names.size() != defaults.size() || names.size() != required.size() || names.size() > 8)
+  if (names.size() != defaults.size() || names.size() != required.size() || names.size() > Front::MAX)
     throw MpiFailure("bad front parameters");
   auto front = std::make_unique<Front>();
+  front->owner = owner;
   front->engine = engine;
   front->fn = fn;
   front->collective = collective;
   for (std::size_t i = 0; i < names.size(); ++i) {
     PyObject *s = PyUnicode_InternFromString(names[i].c_str());
     if (s == nullptr) throw nb::python_error();
-    front->names.push_back(nb::steal(s));
-    front->defaults.push_back(required[i] ? nb::object() : defaults[i]);  // null: no default
+    front->names[i] = s;
+    front->defaults[i] = required[i] ? nullptr : defaults[i].inc_ref().ptr();
+    front->n = i + 1;
     const std::string &p = names[i];
     const int k = static_cast<int>(i);
     if (p == "buf" || p == "sendbuf") front->buf0 = k;
@@ -584,9 +669,9 @@ nb::object make_front(EngineBase *engine, nb::object fn, int collective, const s
   });
   if (capsule == nullptr) throw nb::python_error();
   front.release();
-  nb::object owner = nb::steal(capsule);
+  nb::object self = nb::steal(capsule);
   nb::object module = fn.attr("__module__");
-  PyObject *f = PyCFunction_NewEx(&raw->def, owner.ptr(), module.ptr());
+  PyObject *f = PyCFunction_NewEx(&raw->def, self.ptr(), module.ptr());
   if (f == nullptr) throw nb::python_error();
   return nb::steal(f);
 }
@@ -596,6 +681,7 @@ struct PyEngine {
 };
 
 struct PyCache {
+  nb::object engine;
   std::unique_ptr<CallCache> cache;
   CallCache &get() {
     if (!cache) throw MpiFailure("this cache has been closed");
@@ -640,28 +726,31 @@ NB_MODULE(_exec, m) {
            KEY_ARGS, "Run the cached runner of this call if there is one; return whether it ran.")
       .def("insert",
            [](PyCache &c, int coll, nb::handle alg, nb::handle root, nb::handle op, nb::handle params, nb::handle b0,
-              nb::handle b1, PyRunner &runner, long group, bool is_auto) {
+              nb::handle b1, PyRunner &runner, long group, bool is_auto, long units) {
              CallArgs args{coll, alg.ptr(), root.ptr(), op.ptr(), b0.ptr(), b1.ptr(), {}};
              if (!args.take_params(params.ptr())) return runner.release();
-             c.get().insert(args, runner, group, is_auto);
+             c.get().insert(args, runner, group, is_auto, units);
            },
-           KEY_ARGS, nb::arg("runner"), nb::arg("group"), nb::arg("is_auto"), "Keep ``runner`` (moved out of its wrapper) for calls with this key.")
+           KEY_ARGS, nb::arg("runner"), nb::arg("group"), nb::arg("is_auto"), nb::arg("units"), "Keep ``runner`` (moved out of its wrapper) for calls with this key.")
       .def("bind",
-           [](PyCache &c, const PyProgram &p, std::uintptr_t send, std::uintptr_t recv) {
+           [](PyCache &c, const PyProgram &p, std::uintptr_t send, std::uintptr_t recv, std::uintptr_t scratch) {
              CallCache &cache = c.get();
-             unsigned char *scratch = cache.scratch(p.program->bytes(SCRATCH_BUF));
-             return PyRunner{cache.engine()->bind(p.program, cache.dup(), ptr(send), ptr(recv), scratch)};
+             return PyRunner{c.engine,
+                             cache.engine()->bind(p.program, cache.dup(), ptr(send), ptr(recv), ptr(scratch))};
            },
-           "Bind a program to buffers at these addresses and the cache's shared scratch.")
+           "Bind a program to the cache's communicator and buffers at these addresses.")
       .def("native",
            [](PyCache &c, int coll, std::int64_t block, int root, std::int64_t count, std::uintptr_t datatype,
               std::uintptr_t op, std::uintptr_t send, std::uintptr_t recv) {
              CallCache &cache = c.get();
-             return PyRunner{cache.engine()->native(NativeCall{coll, block, root, count, datatype, op},
-                                                    cache.dup(), ptr(send), ptr(recv))};
+             return PyRunner{c.engine, cache.engine()->native(NativeCall{coll, block, root, count, datatype, op},
+                                                              cache.dup(), ptr(send), ptr(recv))};
            },
            "The library's own collective on buffers at these addresses.")
       .def("drop_group", [](PyCache &c, long group) { c.get().drop_group(group); })
+      .def("touch", [](PyCache &c, long group) { c.get().touch(group); }, "Mark a signature as just called.")
+      .def("last_use", [](PyCache &c, long group) { return c.get().last_use(group); },
+           "When a signature was last called, by the cache's call clock (0: never).")
       .def("clear", [](PyCache &c) { c.get().clear(); })
       .def("close",
            [](PyCache &c) {
@@ -669,14 +758,13 @@ NB_MODULE(_exec, m) {
            },
            "Release every runner; no call runs from this cache again.")
       .def_prop_ro("size", [](PyCache &c) { return c.get().size(); })
-      .def_prop_ro("scratch_bytes", [](PyCache &c) { return c.get().scratch_bytes(); })
       .def_prop_ro("closed", [](PyCache &c) { return !c.cache || c.cache->closed(); })
       .def_prop_ro("full_check", [](PyCache &c) { return c.get().full_check(); })
       .def_prop_ro("recheck", [](PyCache &c) { return c.get().recheck(); })
       .def_prop_ro("max_bindings", [](PyCache &c) { return c.get().max_bindings(); })
       .def_prop_rw(
-          "auto_calls", [](PyCache &c) { return c.get().auto_calls(); },
-          [](PyCache &c, long n) { c.get().set_auto_calls(n); });
+          "auto_units", [](PyCache &c) { return c.get().auto_units(); },
+          [](PyCache &c, long n) { c.get().set_auto_units(n); });
 
   nb::class_<PyEngine>(m, "Engine", "The MPI library that mpi4py loaded, seen through its ABI.")
       .def(
@@ -729,14 +817,15 @@ NB_MODULE(_exec, m) {
           "bind",
           [](PyEngine &e, const PyProgram &p, std::uintptr_t comm, std::uintptr_t send, std::uintptr_t recv,
              std::uintptr_t scratch) {
-            return PyRunner{e.engine->bind(p.program, comm, ptr(send), ptr(recv), ptr(scratch))};
+            return PyRunner{nb::borrow(nb::find(&e)), e.engine->bind(p.program, comm, ptr(send), ptr(recv), ptr(scratch))};
           },
           "Bind a program to a communicator (handle) and buffers (addresses), making its persistent requests.")
       .def(
           "native",
           [](PyEngine &e, int coll, std::int64_t block, int root, std::int64_t count, std::uintptr_t datatype,
              std::uintptr_t op, std::uintptr_t comm, std::uintptr_t send, std::uintptr_t recv) {
-            return PyRunner{e.engine->native(NativeCall{coll, block, root, count, datatype, op}, comm, ptr(send),
+            return PyRunner{nb::borrow(nb::find(&e)),
+                            e.engine->native(NativeCall{coll, block, root, count, datatype, op}, comm, ptr(send),
                                              ptr(recv))};
           },
           "The library's own collective on a communicator (handle) and buffers (addresses).")
@@ -746,7 +835,7 @@ NB_MODULE(_exec, m) {
              long recheck) {
             auto cache = std::make_unique<CallCache>(e.engine.get(), comm, dup, full_check, max_bindings, recheck);
             e.engine->remember(comm, cache.get());
-            return PyCache{std::move(cache)};
+            return PyCache{nb::borrow(nb::find(&e)), std::move(cache)};
           },
           nb::arg("comm"), nb::arg("dup"), nb::arg("full_check"), nb::arg("max_bindings"), nb::arg("recheck"),
           "A call cache for the communicator ``comm`` (handle) whose runners use ``dup``; Engine.call finds it by "
@@ -755,7 +844,7 @@ NB_MODULE(_exec, m) {
           "front",
           [](PyEngine &e, nb::object fn, int collective, std::vector<std::string> names,
              std::vector<nb::object> defaults, std::vector<bool> required, const std::string &signature) {
-            return make_front(e.engine.get(), fn, collective, names, defaults, required, signature);
+            return make_front(nb::borrow(nb::find(&e)), e.engine.get(), fn, collective, names, defaults, required, signature);
           },
           nb::arg("fn"), nb::arg("collective"), nb::arg("names"), nb::arg("defaults"), nb::arg("required"),
           nb::arg("signature"),

@@ -99,6 +99,14 @@ constexpr bool defined() {
 template <int OP, class T>
 void apply(unsigned char *dst, const unsigned char *src, std::size_t bytes) {
   const std::size_t n = bytes / sizeof(T);
+  const bool aligned = reinterpret_cast<std::uintptr_t>(dst) % alignof(T) == 0 &&
+                       reinterpret_cast<std::uintptr_t>(src) % alignof(T) == 0;
+  if (aligned && dst != src) {  // the usual case: typed, not aliased, so the compiler vectorises it
+    T *__restrict d = reinterpret_cast<T *>(dst);
+    const T *__restrict s = reinterpret_cast<const T *>(src);
+    for (std::size_t i = 0; i < n; ++i) d[i] = combine<OP, T>(s[i], d[i]);
+    return;
+  }
   for (std::size_t i = 0; i < n; ++i) {
     T a, b;
     std::memcpy(&a, src + i * sizeof(T), sizeof(T));
