@@ -22,9 +22,10 @@ from pathlib import Path
 
 import numpy as np
 from mpi4py import MPI
+from raised import messages_of
 
 import colltune
-from colltune.errors import ColltuneError, ParameterError
+from colltune.errors import ColltuneError
 from colltune.profiles.format import Provenance
 from colltune.runtime import api, state
 from colltune.tune import Block, DecisionTable, Rule, write_table
@@ -68,13 +69,7 @@ if FULL:  # every call is agreed: only what full checking adds is checked
     colltune.bcast(mixed, root=1 % P, algorithm="chain")
     check("full checking enters Python on every call", entries() == 2)
     if P > 1:
-        try:
-            colltune.bcast(mixed, root=me % 2, algorithm="chain")
-        except ParameterError as exc:
-            message = str(exc)
-        else:
-            message = None
-        messages = comm.allgather(message)
+        messages = messages_of(comm, lambda: colltune.bcast(mixed, root=me % 2, algorithm="chain"))
         check("under full checking a later mismatch raises on every rank",
               None not in messages and len(set(messages)) == 1, str(messages))
     comm.Barrier()
@@ -215,13 +210,7 @@ check("the scratch grew", P == 1 or len(world.scratch) >= big_in.nbytes // 2, st
 
 # -- mismatched arguments --------------------------------------------------------------------------
 def raises_everywhere(what, call):
-    try:
-        call()
-    except ParameterError as exc:
-        message = str(exc)
-    else:
-        message = None
-    messages = comm.allgather(message)
+    messages = messages_of(comm, call)
     check(what, all(m is not None for m in messages) and len(set(messages)) == 1, str(messages))
 
 

@@ -6,22 +6,16 @@ and rank 0 checks that all ranks raised, with the same message.
 
 import numpy as np
 from mpi4py import MPI
+from raised import messages_of
 
 import colltune
-from colltune.errors import ParameterError
 
 comm = MPI.COMM_WORLD
 P, me = comm.Get_size(), comm.Get_rank()
 
 
 def expect_error(what, call, must_contain):
-    try:
-        call()
-    except ParameterError as exc:
-        message = str(exc)
-    else:
-        message = None
-    messages = comm.allgather(message)
+    messages = messages_of(comm, call)
     if me == 0:
         assert all(m is not None for m in messages), f"{what}: some ranks did not raise: {messages}"
         assert len(set(messages)) == 1, f"{what}: ranks raised different errors: {messages}"
