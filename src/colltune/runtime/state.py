@@ -58,10 +58,10 @@ MAX_SIGNATURES = 64
 #: Bound calls kept per communicator.
 MAX_BINDINGS = 64
 #: Work of ``"auto"`` calls between two checks of the table files: a call counts
-#: :func:`auto_units` (1, plus 1 per 64 KiB of its block).  A check takes the call through Python
-#: (about 50 us here, a file status and a non-blocking ``allreduce`` included), so small calls,
-#: checked every 10,000, pay about 5 ns each, 0.3 % of the cheapest collective on this project's
-#: machine (about 1.5 us); a 4 MiB call counts 65 and is checked every 154, 0.1 % of their time.
+#: :func:`auto_units` (1, plus 1 per 64 KiB of its block).  A check (a file status and a
+#: non-blocking ``allreduce``, called from the compiled front) takes about 70 us here, so small
+#: calls, checked every 10,000, pay about 7 ns each, under 1 % of the cheapest collective on this
+#: project's machine (about 1.2 us); a 4 MiB call counts 65 and is checked every 154.
 TABLE_RECHECK_UNITS = 10_000
 #: Bytes of a call's block per unit of work beyond the first.
 UNIT_BYTES = 65536
@@ -110,6 +110,8 @@ class CommState:
         engine = compiled.ENGINE
         self.cache = (engine.cache(comm.handle, self.dup.handle, self.full_check, MAX_BINDINGS, TABLE_RECHECK_UNITS)
                       if engine is not None else None)
+        if self.cache is not None:  # a cached "auto" call that reaches a check makes it from C++
+            self.cache.on_check = self.recheck_tables
         self.entries: OrderedDict[tuple[Any, ...], Entry] = OrderedDict()
         self.plans: weakref.WeakSet[Any] = weakref.WeakSet()
         self.closed = False

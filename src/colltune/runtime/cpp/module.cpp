@@ -286,8 +286,16 @@ class CallCache {
     }
     Binding &b = *found;
     if (b.is_auto && gated) {
-      if (auto_units_ + b.units >= recheck_) return false;
-      auto_units_ += b.units;
+      if (auto_units_ + b.units < recheck_) {
+        auto_units_ += b.units;
+      } else {
+        // Time for the periodic table check: Python's ``on_check`` makes it (collective: every
+        // rank counts the same calls) and says whether a table changed, in which case the call's
+        // decision may be gone and Python takes the call.
+        if (!on_check_.is_valid()) return false;
+        auto_units_ = 0;
+        if (nb::cast<bool>(on_check_())) return false;
+      }
     }
     b.last_hit = ++clock_;
     Runner *runner = b.runner.get();
@@ -360,6 +368,7 @@ class CallCache {
   long auto_units() const { return auto_units_; }
   void set_auto_units(long n) { auto_units_ = n; }
   long recheck() const { return recheck_; }
+  nb::object on_check_;  // the table check (a Python callable returning whether a table changed)
   std::size_t max_bindings() const { return max_bindings_; }
   Handle dup() const { return dup_; }
   EngineBase *engine() const { return engine_; }
@@ -485,6 +494,7 @@ class EngineBase {
 
 void CallCache::close() {
   if (closed_) return;
+  on_check_ = nb::object();  // it refers back to the Python state that holds this cache
   clear();
   closed_ = true;
   engine_->forget(comm_, this);
@@ -613,6 +623,9 @@ PyObject *front_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs, Py
         call.b1 = f->buf1 >= 0 ? slot[f->buf1] : Py_None;
         try {
           ran = cache->run(call, true);
+        } catch (nb::python_error &e) {
+          e.restore();
+          return nullptr;
         } catch (const MpiFailure &e) {
           PyObject *errors = PyImport_ImportModule("colltune.errors");
           if (errors != nullptr) {
@@ -762,6 +775,11 @@ NB_MODULE(_exec, m) {
       .def_prop_ro("full_check", [](PyCache &c) { return c.get().full_check(); })
       .def_prop_ro("recheck", [](PyCache &c) { return c.get().recheck(); })
       .def_prop_ro("max_bindings", [](PyCache &c) { return c.get().max_bindings(); })
+      .def_prop_rw(
+          "on_check", [](PyCache &c) { return c.get().on_check_; },
+          [](PyCache &c, nb::object f) { c.get().on_check_ = std::move(f); }, nb::arg("on_check").none(),
+          "Called (no arguments) when the ``auto`` calls run from the cache reach the next table check; "
+          "returns whether a table changed.")
       .def_prop_rw(
           "auto_units", [](PyCache &c) { return c.get().auto_units(); },
           [](PyCache &c, long n) { c.get().set_auto_units(n); });
