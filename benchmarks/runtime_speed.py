@@ -23,7 +23,7 @@ loop of back-to-back calls lasting about 10 ms (a round's time per call is the s
 Each ratio is the median over the rounds of the round's ratio.  The machine is noisy (a VM with 2
 cores, 4 ranks at P = 4), and of hundreds of (algorithm, size, ratio) cells some land above a target
 by chance; so every size where a ratio is above its target is measured again, in a second job
-with ``--confirm-rounds`` rounds (31), and that measurement replaces the first.  It prints, per
+with ``--confirm-rounds`` rounds (61), and that measurement replaces the first.  It prints, per
 job, the worst size of each ratio, and at the end, for each ratio, the worst over every job, how
 many cells are above the target, and which, against the targets (plan/mpich, once/plan and
 once_native/mpi4py <= 1.10, auto/plan <= 1.05).  Reductions sum
@@ -105,7 +105,7 @@ def main() -> None:
     parser.add_argument("--max-size", default="4MiB")
     parser.add_argument("--only", default="", help="comma-separated collective/algorithm pairs")
     parser.add_argument("--rounds", type=int, default=11)
-    parser.add_argument("--confirm-rounds", type=int, default=31)
+    parser.add_argument("--confirm-rounds", type=int, default=61)
     parser.add_argument("--json", help="write every measurement here")
     parser.add_argument("--worker", nargs=2, metavar=("COLLECTIVE", "ALGORITHM"), help=argparse.SUPPRESS)
     parser.add_argument("--sizes", default="", help=argparse.SUPPRESS)
