@@ -32,6 +32,7 @@ from colltune.files import write_atomic
 from colltune.grid import BUILDERS, auto_partitions, compose, read_latency, simulated_time, tree_time
 from colltune.models import MODELS, ParamSet, Prediction, Unavailable, formulas, predict, predict_all
 from colltune.models.params import TreeLevels
+from colltune.pmpi.cli import lib as lib_command
 from colltune.profiles import BUILTINS, Profile, builtin, load_profile, profile_schema, with_overrides, write_profile
 from colltune.profiles.format import Provenance
 from colltune.report import plot_bench, plot_profile
@@ -1181,6 +1182,8 @@ def _doc_command(name: str, make: Callable[[], str], path: str) -> None:
 
 for _name, (_make, _path) in GENERATED_DOCS.items():
     _doc_command(_name, _make, _path)
+
+main.add_command(lib_command)
 
 
 if __name__ == "__main__":

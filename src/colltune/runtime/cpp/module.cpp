@@ -20,6 +20,7 @@
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -27,6 +28,7 @@
 #include <numpy/arrayobject.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -704,6 +706,21 @@ struct PyCache {
 
 unsigned char *ptr(std::uintptr_t address) { return reinterpret_cast<unsigned char *>(address); }
 
+// Runner.entry: how C++ outside this module (the interposition library, colltune.pmpi) runs a
+// runner without Python: ``run_entry(runner, message, capacity)`` returns 0, or 1 with the error
+// in ``message``.  Only the address crosses the module boundary, not the Runner class.
+int run_entry(void *runner, char *message, std::size_t capacity) noexcept {
+  try {
+    static_cast<Runner *>(runner)->run();
+    return 0;
+  } catch (const std::exception &e) {
+    std::snprintf(message, capacity, "%s", e.what());
+  } catch (...) {
+    std::snprintf(message, capacity, "unknown error in colltune's executor");
+  }
+  return 1;
+}
+
 }  // namespace
 
 // The arguments that make a call key; any of them may be None.
@@ -727,7 +744,17 @@ NB_MODULE(_exec, m) {
   nb::class_<PyRunner>(m, "Runner", "A collective call on fixed buffers: run() it, release() it.")
       .def("run", &PyRunner::run, "Perform the call once (every rank of the communicator must).")
       .def("release", &PyRunner::release, "Free the persistent requests (idempotent).")
-      .def_prop_ro("released", [](const PyRunner &r) { return !r.runner; });
+      .def_prop_ro("released", [](const PyRunner &r) { return !r.runner; })
+      .def_prop_ro(
+          "entry",
+          [](const PyRunner &r) {
+            if (!r.runner) throw MpiFailure("this runner has been released");
+            return std::make_pair(reinterpret_cast<std::uintptr_t>(&run_entry),
+                                  reinterpret_cast<std::uintptr_t>(r.runner.get()));
+          },
+          "(function, runner) addresses for C++ callers: ``int function(void *runner, char *message, size_t "
+          "capacity)`` runs it without Python (0: done; 1: failed, message written).  Valid while the runner "
+          "is held and not released.");
 
   nb::class_<PyCache>(m, "CallCache", "The runners of one communicator's one-shot calls.")
       .def("run",

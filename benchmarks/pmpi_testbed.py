@@ -1,0 +1,154 @@
+"""A C program through the interposition library against the mpi4py plan of the same algorithm,
+on the emulated cluster (needs root).
+
+Run: ``python benchmarks/pmpi_testbed.py [--hosts 8] [--link 100Mbit] [--sizes 65536,524288]
+[--rounds 31] [--json FILE]``.
+
+Brings up a testbed (``colltune testbed up``: one switch, ``--hosts`` hosts, ``--link`` links),
+and for the two algorithms that exist in no MPI library, paper 002's symmetric broadcast
+(``bcast/symmetric_async``) and paper 000's coordinated gather (``gather/coordinated``), times at
+each size, one rank per host:
+
+* ``c``: ``benchmarks/c/pmpi_overhead.c``, built with the wheel's ``mpicc`` and run under
+  ``LD_PRELOAD=$(colltune lib)`` with a table that picks the algorithm at every size: its
+  ``MPI_Bcast``/``MPI_Gather`` run colltune's algorithm, and its ``PMPI_`` calls, interleaved in
+  the same rounds, MPICH's own default (reported for context);
+* ``plan``: ``colltune.plan(...).run()`` of the same algorithm from Python (mpi4py), timed the
+  same way (loops of at least ``--min-calls`` back-to-back calls, the slowest rank's time per call,
+  the median over ``--rounds`` rounds).
+
+It prints, per algorithm and size, the three medians, ``c / plan`` against the target (within 5
+%) and the means (where TCP's retransmission timeouts, which strike some calls at random under
+incast, show), and tears the testbed down.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+#: The algorithms compared: (collective, algorithm).
+CASES = (("bcast", "symmetric_async"), ("gather", "coordinated"))
+TARGET = 0.05
+
+
+def table_for(path: Path) -> None:
+    """A table that picks each case's algorithm at every size and process count."""
+    from colltune.profiles.format import Provenance
+    from colltune.tune import Block, DecisionTable, Rule, write_table
+
+    blocks = {c: (Block(procs_min=1, procs_max=1 << 20, tuned_at=(1,), rules=(Rule(size_min=0, algorithm=a),)),)
+              for c, a in CASES}
+    write_table(DecisionTable(method="model", model="hockney", profile="none",
+                              provenance=Provenance(source="benchmarks/pmpi_testbed.py"), collectives=blocks), path)
+
+
+def worker(sizes: list[int], rounds: int, min_calls: int) -> None:
+    """Under mpiexec: time the plans; rank 0 prints ``COLL SIZE ROUND seconds`` per round."""
+    import numpy as np
+    from mpi4py import MPI
+
+    import colltune
+
+    comm = MPI.COMM_WORLD
+    procs, me = comm.Get_size(), comm.Get_rank()
+    for coll, alg in CASES:
+        for size in sizes:
+            if coll == "bcast":
+                plan = colltune.plan("bcast", np.zeros(size, np.uint8), root=0, algorithm=alg)
+            else:
+                plan = colltune.plan("gather", np.zeros(size, np.uint8), np.zeros(size * procs, np.uint8), root=0,
+                                     algorithm=alg)
+
+            def loop(n: int, run=plan.run) -> float:
+                comm.Barrier()
+                t = time.perf_counter()
+                for _ in range(n):
+                    run()
+                return comm.allreduce((time.perf_counter() - t) / n, op=MPI.MAX)
+
+            loop(min_calls)
+            n = max(min_calls, int(5e-3 / max(loop(min_calls), 1e-8)))
+            n = comm.allreduce(n, op=MPI.MAX)
+            for r in range(rounds):
+                t = loop(n)
+                if me == 0:
+                    print(f"{coll} {size} {r} {t:.9e}", flush=True)
+            plan.free()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hosts", type=int, default=8)
+    parser.add_argument("--link", default="100Mbit")
+    parser.add_argument("--sizes", default="65536,524288", help="block sizes in bytes (multiples of 8)")
+    parser.add_argument("--rounds", type=int, default=31)
+    parser.add_argument("--min-calls", type=int, default=5)
+    parser.add_argument("--json", help="write every round here")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    if args.worker:
+        worker(sizes, args.rounds, args.min_calls)
+        return
+    from colltune.pmpi import library_path
+
+    bindir = Path(sys.executable).parent
+    mpicc, colltune_cmd = shutil.which("mpicc", path=str(bindir)), [sys.executable, "-m", "colltune"]
+    if mpicc is None:
+        sys.exit("mpicc of the mpich wheel is needed (pip install mpich)")
+    colls = ",".join(c for c, _ in CASES)
+    times: dict[tuple[str, int], dict[str, list[float]]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        exe, table = Path(tmp) / "pmpi_overhead", Path(tmp) / "table.json"
+        subprocess.run([mpicc, "-O2", "-o", str(exe), str(HERE / "c" / "pmpi_overhead.c")], check=True)
+        table_for(table)
+        subprocess.run([*colltune_cmd, "testbed", "up", "--hosts", str(args.hosts), "--link", args.link], check=True)
+        try:
+            env = dict(os.environ, LD_PRELOAD=str(library_path()), COLLTUNE_TABLE=str(table))
+            print(f"C program under the library, {args.hosts} hosts ...", flush=True)
+            out = subprocess.run([*colltune_cmd, "testbed", "run", "--", str(exe), str(args.rounds), args.sizes, colls,
+                                  str(args.min_calls)], env=env, check=True, capture_output=True, text=True,
+                                 timeout=3600).stdout
+            for line in out.splitlines():
+                coll, size, _, wrapped, library = line.split()
+                cell = times.setdefault((coll, int(size)), {"c": [], "mpich": [], "plan": []})
+                cell["c"].append(float(wrapped))
+                cell["mpich"].append(float(library))
+            print("mpi4py plans ...", flush=True)
+            out = subprocess.run([*colltune_cmd, "testbed", "run", "--", sys.executable, __file__, "--worker",
+                                  "--sizes", args.sizes, "--rounds", str(args.rounds), "--min-calls",
+                                  str(args.min_calls)], check=True, capture_output=True, text=True,
+                                 timeout=3600).stdout
+            for line in out.splitlines():
+                coll, size, _, t = line.split()
+                times[(coll, int(size))]["plan"].append(float(t))
+        finally:
+            subprocess.run([*colltune_cmd, "testbed", "down"], check=False)
+    rows = []
+    print(f"\n{'algorithm':<24} {'size':>8} {'C (ms)':>9} {'plan (ms)':>10} {'C/plan':>7} {'MPICH (ms)':>11}  target"
+          f"  {'means: C':>9} {'plan':>8} {'MPICH':>8}")
+    for (coll, size), cell in times.items():
+        alg = dict(CASES)[coll]
+        c, plan, mpich = (statistics.median(cell[k]) for k in ("c", "plan", "mpich"))
+        ok = abs(c / plan - 1) <= TARGET
+        rows.append({"collective": coll, "algorithm": alg, "size": size, "hosts": args.hosts, "link": args.link,
+                     "c_s": c, "plan_s": plan, "mpich_s": mpich, "ok": ok, "rounds": cell})
+        means = [statistics.fmean(cell[k]) * 1e3 for k in ("c", "plan", "mpich")]
+        print(f"{coll + '/' + alg:<24} {size:>8} {c * 1e3:>9.2f} {plan * 1e3:>10.2f} {c / plan:>7.3f} "
+              f"{mpich * 1e3:>11.2f}  {'met   ' if ok else 'MISSED'}  {means[0]:>9.2f} {means[1]:>8.2f} {means[2]:>8.2f}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
