@@ -81,6 +81,20 @@ static void damage(void *buf, size_t n) {
   if (me == corrupt_rank && n > 0) ((unsigned char *)buf)[n - 1] ^= 0x5a;
 }
 
+/* Call MPI_<fn> with OUT = a, note which algorithm ran it as COLL, call PMPI_<fn> with OUT = b,
+   then require a and b to hold the same N bytes on the ranks where WHEN holds. */
+#define BOTH(fn, coll, label, when, n, ...)                        \
+  do {                                                             \
+    void *OUT = a;                                                 \
+    MPI_##fn(__VA_ARGS__);                                         \
+    note(coll);                                                    \
+    OUT = b;                                                       \
+    PMPI_##fn(__VA_ARGS__);                                        \
+    damage(a, (n));                                                \
+    snprintf(what, sizeof what, "%s %s", where, label);            \
+    if (when) same(what, size, root, a, b, (n));                   \
+  } while (0)
+
 static void check_size(MPI_Comm comm, const char *where, size_t size, MPI_Op user_op, MPI_Datatype quad) {
   int P, r;
   MPI_Comm_size(comm, &P);
@@ -90,136 +104,72 @@ static void check_size(MPI_Comm comm, const char *where, size_t size, MPI_Op use
   char what[128];
   void *a = alloc(all, 0), *b = alloc(all, 0), *s = alloc(all, 0), *s2 = alloc(all, 0);
   int roots[3] = {0, P - 1, P / 2}, nroots = P > 2 ? 3 : P > 1 ? 2 : 1;
+  int root = 0;
 
   for (int k = 0; k < nroots; ++k) {
-    const int root = roots[k];
-    /* bcast */
-    fill(a, size, root, 1);
-    memcpy(b, a, size);
-    if (r != root) memset(a, 0xee, size), memset(b, 0xee, size);
-    MPI_Bcast(a, count, MPI_INT, root, comm);
-    note("bcast");
-    PMPI_Bcast(b, count, MPI_INT, root, comm);
-    damage(a, size);
-    snprintf(what, sizeof what, "%s bcast", where);
-    same(what, size, root, a, b, size);
+    root = roots[k];
+    const int at_root = r == root;
+    fill(a, size, root, 1), memcpy(b, a, size);
+    if (!at_root) memset(a, 0xee, size), memset(b, 0xee, size);
+    BOTH(Bcast, "bcast", "bcast", 1, size, OUT, count, MPI_INT, root, comm);
 
-    /* scatter, and in place at the root */
-    fill(s, all, root, 2);
+    /* scatter, and in place at the root (whose send buffer must stay as it was) */
+    fill(s, all, root, 2), memcpy(s2, s, all);
     memset(a, 0xee, size), memset(b, 0xee, size);
-    MPI_Scatter(s, count, MPI_INT, a, count, MPI_INT, root, comm);
-    note("scatter");
-    PMPI_Scatter(s, count, MPI_INT, b, count, MPI_INT, root, comm);
-    snprintf(what, sizeof what, "%s scatter", where);
-    same(what, size, root, a, b, size);
-    memcpy(s2, s, all);
-    MPI_Scatter(s, count, MPI_INT, r == root ? MPI_IN_PLACE : a, count, MPI_INT, root, comm);
-    note("scatter");
-    PMPI_Scatter(s2, count, MPI_INT, r == root ? MPI_IN_PLACE : b, count, MPI_INT, root, comm);
-    snprintf(what, sizeof what, "%s scatter in place", where);
-    same(what, size, root, r == root ? s : a, r == root ? s2 : b, r == root ? all : size);
+    BOTH(Scatter, "scatter", "scatter", 1, size, s, count, MPI_INT, OUT, count, MPI_INT, root, comm);
+    BOTH(Scatter, "scatter", "scatter in place", !at_root, size, s, count, MPI_INT, at_root ? MPI_IN_PLACE : OUT,
+         count, MPI_INT, root, comm);
+    if (at_root) same("scatter in place: the root's send buffer", size, root, s, s2, all);
 
     /* gather, and in place at the root */
     fill(s, size, r, 3);
     memset(a, 0xee, all), memset(b, 0xee, all);
-    MPI_Gather(s, count, MPI_INT, a, count, MPI_INT, root, comm);
-    note("gather");
-    PMPI_Gather(s, count, MPI_INT, b, count, MPI_INT, root, comm);
-    snprintf(what, sizeof what, "%s gather", where);
-    if (r == root) same(what, size, root, a, b, all);
-    if (r == root) fill((char *)a + (size_t)root * size, size, r, 3), memcpy(b, a, all);
-    MPI_Gather(r == root ? MPI_IN_PLACE : s, count, MPI_INT, a, count, MPI_INT, root, comm);
-    note("gather");
-    PMPI_Gather(r == root ? MPI_IN_PLACE : s, count, MPI_INT, b, count, MPI_INT, root, comm);
-    snprintf(what, sizeof what, "%s gather in place", where);
-    if (r == root) same(what, size, root, a, b, all);
+    BOTH(Gather, "gather", "gather", at_root, all, s, count, MPI_INT, OUT, count, MPI_INT, root, comm);
+    if (at_root) fill((char *)a + (size_t)root * size, size, r, 3), memcpy(b, a, all);
+    BOTH(Gather, "gather", "gather in place", at_root, all, at_root ? MPI_IN_PLACE : s, count, MPI_INT, OUT, count,
+         MPI_INT, root, comm);
 
     /* reduce: int sum, double max, in place at the root */
     fill(s, size, r, 4);
     memset(a, 0xee, size), memset(b, 0xee, size);
-    MPI_Reduce(s, a, count, MPI_INT, MPI_SUM, root, comm);
-    note("reduce");
-    PMPI_Reduce(s, b, count, MPI_INT, MPI_SUM, root, comm);
-    snprintf(what, sizeof what, "%s reduce int sum", where);
-    if (r == root) same(what, size, root, a, b, size);
+    BOTH(Reduce, "reduce", "reduce int sum", at_root, size, s, OUT, count, MPI_INT, MPI_SUM, root, comm);
     fill_double(s, size, r, 5);
-    MPI_Reduce(s, a, dcount, MPI_DOUBLE, MPI_MAX, root, comm);
-    note("reduce");
-    PMPI_Reduce(s, b, dcount, MPI_DOUBLE, MPI_MAX, root, comm);
-    snprintf(what, sizeof what, "%s reduce double max", where);
-    if (r == root) same(what, size, root, a, b, size);
+    BOTH(Reduce, "reduce", "reduce double max", at_root, size, s, OUT, dcount, MPI_DOUBLE, MPI_MAX, root, comm);
     fill(a, size, r, 6), fill(b, size, r, 6), fill(s, size, r, 6);
-    MPI_Reduce(r == root ? MPI_IN_PLACE : s, a, count, MPI_INT, MPI_SUM, root, comm);
-    note("reduce");
-    PMPI_Reduce(r == root ? MPI_IN_PLACE : s, b, count, MPI_INT, MPI_SUM, root, comm);
-    snprintf(what, sizeof what, "%s reduce in place", where);
-    if (r == root) same(what, size, root, a, b, size);
+    BOTH(Reduce, "reduce", "reduce in place", at_root, size, at_root ? MPI_IN_PLACE : s, OUT, count, MPI_INT,
+         MPI_SUM, root, comm);
   }
+  root = 0;
 
   /* allgather, and in place */
   fill(s, size, r, 7);
   memset(a, 0xee, all), memset(b, 0xee, all);
-  MPI_Allgather(s, count, MPI_INT, a, count, MPI_INT, comm);
-  note("allgather");
-  PMPI_Allgather(s, count, MPI_INT, b, count, MPI_INT, comm);
-  snprintf(what, sizeof what, "%s allgather", where);
-  same(what, size, 0, a, b, all);
+  BOTH(Allgather, "allgather", "allgather", 1, all, s, count, MPI_INT, OUT, count, MPI_INT, comm);
   fill((char *)a + (size_t)r * size, size, r, 8), memcpy(b, a, all);
-  MPI_Allgather(MPI_IN_PLACE, count, MPI_INT, a, count, MPI_INT, comm);
-  note("allgather");
-  PMPI_Allgather(MPI_IN_PLACE, count, MPI_INT, b, count, MPI_INT, comm);
-  snprintf(what, sizeof what, "%s allgather in place", where);
-  same(what, size, 0, a, b, all);
+  BOTH(Allgather, "allgather", "allgather in place", 1, all, MPI_IN_PLACE, count, MPI_INT, OUT, count, MPI_INT, comm);
 
   /* alltoall, and in place */
   fill(s, all, r, 9);
   memset(a, 0xee, all), memset(b, 0xee, all);
-  MPI_Alltoall(s, count, MPI_INT, a, count, MPI_INT, comm);
-  note("alltoall");
-  PMPI_Alltoall(s, count, MPI_INT, b, count, MPI_INT, comm);
-  snprintf(what, sizeof what, "%s alltoall", where);
-  same(what, size, 0, a, b, all);
+  BOTH(Alltoall, "alltoall", "alltoall", 1, all, s, count, MPI_INT, OUT, count, MPI_INT, comm);
   fill(a, all, r, 10), memcpy(b, a, all);
-  MPI_Alltoall(MPI_IN_PLACE, count, MPI_INT, a, count, MPI_INT, comm);
-  note("alltoall");
-  PMPI_Alltoall(MPI_IN_PLACE, count, MPI_INT, b, count, MPI_INT, comm);
-  snprintf(what, sizeof what, "%s alltoall in place", where);
-  same(what, size, 0, a, b, all);
+  BOTH(Alltoall, "alltoall", "alltoall in place", 1, all, MPI_IN_PLACE, count, MPI_INT, OUT, count, MPI_INT, comm);
 
   /* allreduce: int sum, double sum (exact), in place */
   fill(s, size, r, 11);
-  MPI_Allreduce(s, a, count, MPI_INT, MPI_SUM, comm);
-  note("allreduce");
-  PMPI_Allreduce(s, b, count, MPI_INT, MPI_SUM, comm);
-  snprintf(what, sizeof what, "%s allreduce int sum", where);
-  same(what, size, 0, a, b, size);
+  BOTH(Allreduce, "allreduce", "allreduce int sum", 1, size, s, OUT, count, MPI_INT, MPI_SUM, comm);
   fill_double(s, size, r, 12);
-  MPI_Allreduce(s, a, dcount, MPI_DOUBLE, MPI_SUM, comm);
-  note("allreduce");
-  PMPI_Allreduce(s, b, dcount, MPI_DOUBLE, MPI_SUM, comm);
-  snprintf(what, sizeof what, "%s allreduce double sum", where);
-  same(what, size, 0, a, b, size);
+  BOTH(Allreduce, "allreduce", "allreduce double sum", 1, size, s, OUT, dcount, MPI_DOUBLE, MPI_SUM, comm);
   fill(a, size, r, 13), fill(b, size, r, 13);
-  MPI_Allreduce(MPI_IN_PLACE, a, count, MPI_INT, MPI_MAX, comm);
-  note("allreduce");
-  PMPI_Allreduce(MPI_IN_PLACE, b, count, MPI_INT, MPI_MAX, comm);
-  snprintf(what, sizeof what, "%s allreduce in place", where);
-  same(what, size, 0, a, b, size);
+  BOTH(Allreduce, "allreduce", "allreduce in place", 1, size, MPI_IN_PLACE, OUT, count, MPI_INT, MPI_MAX, comm);
 
   /* what must reach the library unchanged: a derived datatype, a user operation */
   fill(a, size, 0, 14), memcpy(b, a, size);
   if (r != 0) memset(a, 0xee, size), memset(b, 0xee, size);
-  MPI_Bcast(a, count / 1, quad, 0, comm);
-  note("bcast-derived");
-  PMPI_Bcast(b, count / 1, quad, 0, comm);
-  snprintf(what, sizeof what, "%s bcast of a derived datatype", where);
-  same(what, size, 0, a, b, size);
+  BOTH(Bcast, "bcast-derived", "bcast of a derived datatype", 1, size, OUT, count, quad, 0, comm);
   fill(s, size, r, 15);
-  MPI_Allreduce(s, a, count, MPI_INT, user_op, comm);
-  note("allreduce-user-op");
-  PMPI_Allreduce(s, b, count, MPI_INT, user_op, comm);
-  snprintf(what, sizeof what, "%s allreduce with a user operation", where);
-  same(what, size, 0, a, b, size);
+  BOTH(Allreduce, "allreduce-user-op", "allreduce with a user operation", 1, size, s, OUT, count, MPI_INT, user_op,
+       comm);
 
   MPI_Barrier(comm);
   note("barrier");

@@ -140,11 +140,19 @@ const Mpi &mpi() {
 
 // Calls made while colltune works (Python agreeing on a signature, a runner) go straight to the
 // library; so do all calls of a thread inside another intercepted call.
-thread_local bool inside = false;
+//
+// Every thread-local variable here uses the initial-exec model (no __tls_get_addr call per
+// access): the library is loaded at start-up by LD_PRELOAD, when static TLS is laid out.
+#define COLLTUNE_TLS thread_local __attribute__((tls_model("initial-exec")))
+// First calls, errors and bindings are out of the way of the repeated call's code (which then
+// fits in a few instruction cache lines: with more ranks than cores, each call starts cold).
+#define COLLTUNE_COLD __attribute__((cold, noinline))
+
+COLLTUNE_TLS bool inside = false;
 
 // What ran this thread's last intercepted call: an algorithm's name, or "native" (the library).
 constexpr const char *NATIVE = "native";
-thread_local const char *last_algorithm = NATIVE;
+COLLTUNE_TLS const char *last_algorithm = NATIVE;
 
 // A lasting copy of an algorithm's name (there are a few dozen).
 const char *intern(const char *name) {
@@ -165,7 +173,7 @@ class Inside {
   bool was_;
 };
 
-[[noreturn]] void fail(Raw comm, const std::string &what) {
+[[noreturn]] COLLTUNE_COLD void fail(Raw comm, const std::string &what) {
   std::fprintf(stderr, "colltune (libcolltune_pmpi.so): %s\n", what.c_str());
   std::fflush(stderr);
   mpi().Abort(comm, 1);
@@ -181,11 +189,9 @@ struct TypeMemo {
   int size[16] = {};
   int n = 0, next = 0;
 };
-thread_local TypeMemo types;
+COLLTUNE_TLS TypeMemo types;
 
-int type_bytes(Raw t) {
-  for (int i = 0; i < types.n; ++i)
-    if (types.handle[i] == t) return types.size[i];
+COLLTUNE_COLD int ask_type_bytes(Raw t) {
   const Mpi &m = mpi();
   int ni = 0, na = 0, nd = 0, combiner = -1, size = 0;
   std::intptr_t lb = 0, extent = 0;
@@ -196,6 +202,12 @@ int type_bytes(Raw t) {
   types.next = (types.next + 1) % 16;
   types.n = std::min(types.n + 1, 16);
   return size;
+}
+
+inline int type_bytes(Raw t) {
+  for (int i = 0; i < types.n; ++i)
+    if (types.handle[i] == t) return types.size[i];
+  return ask_type_bytes(t);
 }
 
 // count elements of t as bytes, or -1 where colltune cannot run them.
@@ -365,7 +377,7 @@ const Keyval &keyval() {
 }
 
 // This communicator's state, made on first use (null where MPI refuses).
-CommCache *find_cache(Raw comm) {
+COLLTUNE_COLD CommCache *find_cache(Raw comm) {
   const Mpi &m = mpi();
   const Keyval &kv = keyval();
   if (!kv.made) return nullptr;
@@ -397,7 +409,7 @@ struct CommMemo {
   CommCache *cache = nullptr;
   std::uint64_t generation = 0;
 };
-thread_local CommMemo memo;
+COLLTUNE_TLS CommMemo memo;
 
 CommCache *cache_of(Raw comm) {
   const std::uint64_t now = generation.load(std::memory_order_acquire);
@@ -448,7 +460,7 @@ Signature *find_signature(CommCache &c, const Call &k) {
 unsigned long long as_python_handle(Raw h) { return static_cast<unsigned long long>(h); }
 
 // Agree on a new signature (collective).  Null: Python failed (reported); the call passes through.
-Signature *add_signature(CommCache &c, const Call &k) {
+COLLTUNE_COLD Signature *add_signature(CommCache &c, const Call &k) {
   if (!python_ready()) return nullptr;
   if (c.sigs.size() >= MAX_SIGNATURES) {
     auto oldest = std::min_element(c.sigs.begin(), c.sigs.end(),
@@ -497,11 +509,17 @@ Signature *add_signature(CommCache &c, const Call &k) {
   return &c.sigs.back();
 }
 
-Binding *find_binding(CommCache &c, Signature &s, const Call &k) {
+inline Binding *find_binding(Signature &s, const Call &k) {
   const Raw send = reinterpret_cast<Raw>(k.send), recv = reinterpret_cast<Raw>(k.recv);
   for (Binding &b : s.bindings)
     if (b.send == send && b.recv == recv) return &b;
-  // Bind (local).  An in-place call binds to a buffer of its own that stands for the missing one.
+  return nullptr;
+}
+
+// Bind a signature to this call's buffers (local).  An in-place call binds to a buffer of its own
+// that stands for the missing one.
+COLLTUNE_COLD Binding *bind(CommCache &c, Signature &s, const Call &k) {
+  const Raw send = reinterpret_cast<Raw>(k.send), recv = reinterpret_cast<Raw>(k.recv);
   while (c.binding_count() >= MAX_BINDINGS) {
     Signature *owner = nullptr;
     std::size_t at = 0;
@@ -564,7 +582,8 @@ bool run(CommCache &c, const Call &k) {
   if (k.unfit != nullptr)
     fail(c.comm, std::string("the root cannot run a call that the other ranks run with colltune's algorithm (") +
                      k.unfit + "); pass the root the same datatype and size as the first call of this signature");
-  Binding *b = find_binding(c, *s, k);
+  Binding *b = find_binding(*s, k);
+  if (b == nullptr) b = bind(c, *s, k);
   b->last = c.clock;
   if (b->copy_from != nullptr) std::memcpy(b->temp.data(), b->copy_from, static_cast<std::size_t>(k.in_place_bytes));
   char message[512];
