@@ -38,6 +38,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -240,6 +241,18 @@ void report_python_error(const char *what) {
   std::fflush(stderr);
 }
 
+// The Python to start: COLLTUNE_PYTHON, else the one that built this library, else the
+// environment's own python3 (this library is in PREFIX/lib/pythonX.Y/site-packages/colltune/pmpi),
+// for a library built elsewhere.
+std::string python_executable() {
+  const char *given = std::getenv("COLLTUNE_PYTHON");
+  if (given != nullptr && *given != 0) return given;
+  if (access(COLLTUNE_PYTHON, X_OK) == 0) return COLLTUNE_PYTHON;
+  std::string prefix = library_dir();
+  for (int up = 0; up < 5; ++up) prefix = prefix.substr(0, prefix.rfind('/'));
+  return prefix + "/bin/python3";
+}
+
 void start_python() {
   const bool own = !Py_IsInitialized();
   if (own) {
@@ -247,8 +260,8 @@ void start_python() {
     PyConfig_InitPythonConfig(&config);
     config.install_signal_handlers = 0;
     config.parse_argv = 0;
-    const char *exe = std::getenv("COLLTUNE_PYTHON");
-    if (exe == nullptr || *exe == 0) exe = COLLTUNE_PYTHON;
+    const std::string exe_path = python_executable();
+    const char *exe = exe_path.c_str();
     PyStatus st = PyConfig_SetBytesString(&config, &config.program_name, exe);
     if (!PyStatus_Exception(st)) st = Py_InitializeFromConfig(&config);
     PyConfig_Clear(&config);
@@ -259,9 +272,10 @@ void start_python() {
     }
   }
   PyGILState_STATE gil = PyGILState_Ensure();
-  // This library lives in site-packages/colltune/pmpi: put that site-packages first, with its
-  // .pth files (an editable install's), so that colltune can be imported.  It goes after the interpreter's own paths: the environment COLLTUNE_PYTHON names keeps its
-  // own mpi4py and numpy (those built for the program's MPI library).
+  // This library lives in site-packages/colltune/pmpi: add that site-packages, with its .pth
+  // files (an editable install's), so that colltune can be imported.  It goes after the
+  // interpreter's own paths: the environment COLLTUNE_PYTHON names keeps its own mpi4py and
+  // numpy (those built for the program's MPI library).
   const std::string dir = library_dir();
   const std::string site = dir.substr(0, dir.rfind('/', dir.rfind('/') - 1));
   PyObject *mod = nullptr;
