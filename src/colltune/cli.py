@@ -33,6 +33,7 @@ from colltune.grid import BUILDERS, auto_partitions, compose, read_latency, simu
 from colltune.models import MODELS, ParamSet, Prediction, Unavailable, formulas, predict, predict_all
 from colltune.models.params import TreeLevels
 from colltune.pmpi.cli import lib as lib_command
+from colltune.pmpi.cli import trace_to_goal as trace_to_goal_command
 from colltune.profiles import BUILTINS, Profile, builtin, load_profile, profile_schema, with_overrides, write_profile
 from colltune.profiles.format import Provenance
 from colltune.report import plot_bench, plot_profile
@@ -1184,6 +1185,7 @@ for _name, (_make, _path) in GENERATED_DOCS.items():
     _doc_command(_name, _make, _path)
 
 main.add_command(lib_command)
+main.add_command(trace_to_goal_command)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ calls the library).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +50,11 @@ class Signature:
     @property
     def algorithm(self) -> str:
         return self.recipe.algorithm
+
+    @property
+    def params_json(self) -> str:
+        """The algorithm's parameters as JSON (for record mode)."""
+        return json.dumps(self.recipe.params, sort_keys=True)
 
 
 def _reduction(datatype: int, op: int) -> tuple[str, str]:

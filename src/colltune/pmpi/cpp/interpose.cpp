@@ -52,108 +52,21 @@
 #include <string>
 #include <vector>
 
+#include "mpi_raw.hpp"
+#include "record.hpp"
+
 #ifndef COLLTUNE_PYTHON
 #define COLLTUNE_PYTHON ""
 #endif
 
 namespace {
 
-using Raw = std::uintptr_t;
+using namespace colltune::pmpi;
+
 using RunEntry = int (*)(void *, char *, std::size_t);
 
 constexpr std::size_t MAX_SIGNATURES = 64;  // per communicator, as colltune.runtime.state
 constexpr std::size_t MAX_BINDINGS = 64;    // per communicator
-
-// The collectives, numbered as colltune.runtime.runners.COLLECTIVE_IDS (the order of COLLECTIVES).
-enum Coll : int { BCAST, SCATTER, GATHER, ALLGATHER, ALLTOALL, REDUCE, ALLREDUCE, BARRIER, NCOLL };
-
-// The MPI library's functions (PMPI_*), every handle a machine word.
-struct Mpi {
-  bool ok = false;
-  bool mpich = false;
-  const void *in_place = nullptr;
-  int combiner_named = 0;
-  int (*Bcast)(void *, int, Raw, int, Raw);
-  int (*Scatter)(const void *, int, Raw, void *, int, Raw, int, Raw);
-  int (*Gather)(const void *, int, Raw, void *, int, Raw, int, Raw);
-  int (*Allgather)(const void *, int, Raw, void *, int, Raw, Raw);
-  int (*Alltoall)(const void *, int, Raw, void *, int, Raw, Raw);
-  int (*Reduce)(const void *, void *, int, Raw, Raw, int, Raw);
-  int (*Allreduce)(const void *, void *, int, Raw, Raw, Raw);
-  int (*Barrier)(Raw);
-  int (*Comm_size)(Raw, int *);
-  int (*Comm_rank)(Raw, int *);
-  int (*Comm_test_inter)(Raw, int *);
-  int (*Type_size)(Raw, int *);
-  int (*Type_get_extent)(Raw, std::intptr_t *, std::intptr_t *);
-  int (*Type_get_envelope)(Raw, int *, int *, int *, int *);
-  int (*Comm_create_keyval)(void *, void *, int *, void *);
-  int (*Comm_get_attr)(Raw, int, void *, int *);
-  int (*Comm_set_attr)(Raw, int, void *);
-  int (*Abort)(Raw, int);
-
-  // A handle as this library keeps it (and as mpi4py's ``handle`` shows it).
-  Raw handle(Raw h) const {
-    return mpich ? static_cast<Raw>(static_cast<std::uint32_t>(h)) : h;
-  }
-};
-
-template <class F>
-bool find(void *dl, const char *name, F &fn) {
-  fn = reinterpret_cast<F>(dlsym(dl, name));
-  return fn != nullptr;
-}
-
-Mpi load_mpi() {
-  Mpi m;
-  // The library's own collectives are the next definitions after this library's (RTLD_NEXT),
-  // whatever the library; colltune runs calls only where it knows the ABI.
-  void *next = RTLD_NEXT;
-  const bool found = find(next, "PMPI_Bcast", m.Bcast) && find(next, "PMPI_Scatter", m.Scatter) &&
-                     find(next, "PMPI_Gather", m.Gather) && find(next, "PMPI_Allgather", m.Allgather) &&
-                     find(next, "PMPI_Alltoall", m.Alltoall) && find(next, "PMPI_Reduce", m.Reduce) &&
-                     find(next, "PMPI_Allreduce", m.Allreduce) && find(next, "PMPI_Barrier", m.Barrier);
-  if (!found) {
-    std::fprintf(stderr, "colltune (libcolltune_pmpi.so): no MPI library is loaded after this library\n");
-    std::abort();
-  }
-  void *dl = dlopen("libmpi.so.12", RTLD_NOW | RTLD_NOLOAD);
-  m.mpich = dl != nullptr;
-  if (dl != nullptr) dlclose(dl);  // only asked whether it is there (NOLOAD took a reference)
-  else if ((dl = dlopen("libmpi.so.40", RTLD_NOW | RTLD_NOLOAD)) != nullptr) dlclose(dl);
-  else return m;  // an ABI colltune's executor does not know: every call goes to the library
-  m.in_place = m.mpich ? reinterpret_cast<const void *>(-1) : reinterpret_cast<const void *>(1);
-  m.combiner_named = m.mpich ? 1 : 0;  // MPI_COMBINER_NAMED of each ABI's mpi.h
-  m.ok = find(next, "PMPI_Comm_size", m.Comm_size) && find(next, "PMPI_Comm_rank", m.Comm_rank) &&
-         find(next, "PMPI_Comm_test_inter", m.Comm_test_inter) && find(next, "PMPI_Type_size", m.Type_size) &&
-         find(next, "PMPI_Type_get_extent", m.Type_get_extent) &&
-         find(next, "PMPI_Type_get_envelope", m.Type_get_envelope) &&
-         find(next, "PMPI_Comm_create_keyval", m.Comm_create_keyval) &&
-         find(next, "PMPI_Comm_get_attr", m.Comm_get_attr) && find(next, "PMPI_Comm_set_attr", m.Comm_set_attr) &&
-         find(next, "PMPI_Abort", m.Abort);
-  return m;
-}
-
-const Mpi &mpi() {
-  static const Mpi m = load_mpi();
-  return m;
-}
-
-// Calls made while colltune works (Python agreeing on a signature, a runner) go straight to the
-// library; so do all calls of a thread inside another intercepted call.
-//
-// Every thread-local variable here uses the initial-exec model (no __tls_get_addr call per
-// access): the library is loaded at start-up by LD_PRELOAD, when static TLS is laid out.
-#define COLLTUNE_TLS thread_local __attribute__((tls_model("initial-exec")))
-// First calls, errors and bindings are out of the way of the repeated call's code (which then
-// fits in a few instruction cache lines: with more ranks than cores, each call starts cold).
-#define COLLTUNE_COLD __attribute__((cold, noinline))
-
-COLLTUNE_TLS bool inside = false;
-
-// What ran this thread's last intercepted call: an algorithm's name, or "native" (the library).
-constexpr const char *NATIVE = "native";
-COLLTUNE_TLS const char *last_algorithm = NATIVE;
 
 // A lasting copy of an algorithm's name (there are a few dozen).
 const char *intern(const char *name) {
@@ -162,17 +75,6 @@ const char *intern(const char *name) {
   std::lock_guard<std::mutex> hold(lock);
   return names.insert(name).first->c_str();
 }
-
-class Inside {
- public:
-  Inside() : was_(inside) { inside = true; }
-  ~Inside() { inside = was_; }
-  Inside(const Inside &) = delete;
-  Inside &operator=(const Inside &) = delete;
-
- private:
-  bool was_;
-};
 
 [[noreturn]] COLLTUNE_COLD void fail(Raw comm, const std::string &what) {
   std::fprintf(stderr, "colltune (libcolltune_pmpi.so): %s\n", what.c_str());
@@ -319,6 +221,7 @@ struct Signature {
   Raw datatype = 0, op = 0;
   PyObject *sig = nullptr;  // null: the library's collective
   const char *algorithm = "native";  // interned (see intern)
+  const char *params = "{}";         // the algorithm's parameters, JSON, interned
   std::uint64_t last = 0;
   std::vector<Binding> bindings;
 
@@ -516,6 +419,15 @@ COLLTUNE_COLD Signature *add_signature(CommCache &c, const Call &k) {
     }
     s.algorithm = intern(text);
     Py_DECREF(name);
+    PyObject *params = PyObject_GetAttrString(res, "params_json");
+    const char *json = params ? PyUnicode_AsUTF8(params) : nullptr;
+    if (json == nullptr) {
+      report_python_error("a signature without its parameters");
+      PyGILState_Release(gil);
+      fail(c.comm, "cannot decide a collective call (see the Python error above)");
+    }
+    s.params = intern(json);
+    Py_DECREF(params);
   }
   PyGILState_Release(gil);
   c.sigs.push_back(std::move(s));
@@ -603,6 +515,7 @@ bool run(CommCache &c, const Call &k) {
   char message[512];
   if (b->run(b->runner, message, sizeof message) != 0) fail(k.comm, message);
   last_algorithm = s->algorithm;
+  last_params = s->params;
   return true;
 }
 
@@ -648,6 +561,7 @@ int library(F fn, A... args) {
 COLLTUNE_EXPORT const char *colltune_pmpi_last_algorithm() { return last_algorithm; }
 
 COLLTUNE_EXPORT int MPI_Bcast(void *buf, int count, Raw datatype, int root, Raw comm) {
+  CollectiveRecord record(BCAST, comm, root, count, datatype);
   if (eligible()) {
     const Mpi &m = mpi();
     Call k{BCAST, m.handle(comm)};
@@ -662,6 +576,9 @@ COLLTUNE_EXPORT int MPI_Bcast(void *buf, int count, Raw datatype, int root, Raw 
 
 COLLTUNE_EXPORT int MPI_Scatter(const void *sendbuf, int sendcount, Raw sendtype, void *recvbuf, int recvcount,
                                 Raw recvtype, int root, Raw comm) {
+  const bool recv_in_place = recvbuf == mpi().in_place;
+  CollectiveRecord record(SCATTER, comm, root, recv_in_place ? sendcount : recvcount,
+                          recv_in_place ? sendtype : recvtype);
   if (eligible()) {
     const Mpi &m = mpi();
     Call k{SCATTER, m.handle(comm)};
@@ -685,6 +602,9 @@ COLLTUNE_EXPORT int MPI_Scatter(const void *sendbuf, int sendcount, Raw sendtype
 
 COLLTUNE_EXPORT int MPI_Gather(const void *sendbuf, int sendcount, Raw sendtype, void *recvbuf, int recvcount,
                                Raw recvtype, int root, Raw comm) {
+  const bool send_in_place = sendbuf == mpi().in_place;
+  CollectiveRecord record(GATHER, comm, root, send_in_place ? recvcount : sendcount,
+                          send_in_place ? recvtype : sendtype);
   if (eligible()) {
     const Mpi &m = mpi();
     Call k{GATHER, m.handle(comm)};
@@ -752,28 +672,35 @@ bool run_reduction(int coll, const void *sendbuf, void *recvbuf, int count, Raw 
 
 COLLTUNE_EXPORT int MPI_Allgather(const void *sendbuf, int sendcount, Raw sendtype, void *recvbuf, int recvcount,
                                   Raw recvtype, Raw comm) {
+  const bool in_place = sendbuf == mpi().in_place;
+  CollectiveRecord record(ALLGATHER, comm, 0, in_place ? recvcount : sendcount, in_place ? recvtype : sendtype);
   if (eligible() && run_all(ALLGATHER, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)) return 0;
   return library(mpi().Allgather, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
 }
 
 COLLTUNE_EXPORT int MPI_Alltoall(const void *sendbuf, int sendcount, Raw sendtype, void *recvbuf, int recvcount,
                                  Raw recvtype, Raw comm) {
+  const bool in_place = sendbuf == mpi().in_place;
+  CollectiveRecord record(ALLTOALL, comm, 0, in_place ? recvcount : sendcount, in_place ? recvtype : sendtype);
   if (eligible() && run_all(ALLTOALL, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)) return 0;
   return library(mpi().Alltoall, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
 }
 
 COLLTUNE_EXPORT int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, Raw datatype, Raw op, int root,
                                Raw comm) {
+  CollectiveRecord record(REDUCE, comm, root, count, datatype);
   if (eligible() && run_reduction(REDUCE, sendbuf, recvbuf, count, datatype, op, root, comm)) return 0;
   return library(mpi().Reduce, sendbuf, recvbuf, count, datatype, op, root, comm);
 }
 
 COLLTUNE_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, Raw datatype, Raw op, Raw comm) {
+  CollectiveRecord record(ALLREDUCE, comm, 0, count, datatype);
   if (eligible() && run_reduction(ALLREDUCE, sendbuf, recvbuf, count, datatype, op, 0, comm)) return 0;
   return library(mpi().Allreduce, sendbuf, recvbuf, count, datatype, op, comm);
 }
 
 COLLTUNE_EXPORT int MPI_Barrier(Raw comm) {
+  CollectiveRecord record(BARRIER, comm, 0, 0, 0);
   if (eligible()) {
     CommCache *c = usable(mpi().handle(comm));
     if (c != nullptr && run(*c, Call{BARRIER, mpi().handle(comm)})) return 0;
