@@ -34,18 +34,6 @@ HERE = Path(__file__).resolve().parent
 TARGET_FRACTION, TARGET_SECONDS = 0.02, 0.3e-6
 
 
-def native_table(path: Path) -> None:
-    """A table that sends every collective, at every size and process count, to the library."""
-    from colltune.collectives import COLLECTIVES
-    from colltune.profiles.format import Provenance
-    from colltune.tune import NATIVE, Block, DecisionTable, Rule, write_table
-
-    blocks = {c: (Block(procs_min=1, procs_max=1 << 20, tuned_at=(1,), rules=(Rule(size_min=0, algorithm=NATIVE),)),)
-              for c in COLLECTIVES}
-    write_table(DecisionTable(method="model", model="hockney", profile="none",
-                              provenance=Provenance(source="benchmarks/pmpi_overhead.py"), collectives=blocks), path)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--procs", default="1,2,4", help="comma-separated process counts")
@@ -53,7 +41,9 @@ def main() -> None:
     parser.add_argument("--sizes", default="8,1024,65536", help="block sizes in bytes (multiples of 8)")
     parser.add_argument("--json", help="write every round here")
     args = parser.parse_args()
+    from colltune.collectives import COLLECTIVES
     from colltune.pmpi import library_path
+    from colltune.tune import NATIVE, fixed_table, write_table
 
     bindir = Path(sys.executable).parent
     mpicc, mpiexec = shutil.which("mpicc", path=str(bindir)), shutil.which("mpiexec", path=str(bindir))
@@ -63,7 +53,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         exe, table = Path(tmp) / "pmpi_overhead", Path(tmp) / "native.json"
         subprocess.run([mpicc, "-O2", "-o", str(exe), str(HERE / "c" / "pmpi_overhead.c")], check=True)
-        native_table(table)
+        write_table(fixed_table({c: (NATIVE, {}) for c in COLLECTIVES}, "benchmarks/pmpi_overhead.py"), table)
         jobs = [(procs, config, extra) for procs in (int(p) for p in args.procs.split(","))
                 for config, extra in (("native table", {"COLLTUNE_TABLE": str(table)}), ("no table", {}))]
         for procs, config, extra in jobs:

@@ -41,17 +41,6 @@ CASES = (("bcast", "symmetric_async"), ("gather", "coordinated"))
 TARGET = 0.05
 
 
-def table_for(path: Path) -> None:
-    """A table that picks each case's algorithm at every size and process count."""
-    from colltune.profiles.format import Provenance
-    from colltune.tune import Block, DecisionTable, Rule, write_table
-
-    blocks = {c: (Block(procs_min=1, procs_max=1 << 20, tuned_at=(1,), rules=(Rule(size_min=0, algorithm=a),)),)
-              for c, a in CASES}
-    write_table(DecisionTable(method="model", model="hockney", profile="none",
-                              provenance=Provenance(source="benchmarks/pmpi_testbed.py"), collectives=blocks), path)
-
-
 def worker(sizes: list[int], rounds: int, min_calls: int) -> None:
     """Under mpiexec: time the plans; rank 0 prints ``COLL SIZE ROUND seconds`` per round."""
     import numpy as np
@@ -101,6 +90,7 @@ def main() -> None:
         worker(sizes, args.rounds, args.min_calls)
         return
     from colltune.pmpi import library_path
+    from colltune.tune import fixed_table, write_table
 
     bindir = Path(sys.executable).parent
     mpicc, colltune_cmd = shutil.which("mpicc", path=str(bindir)), [sys.executable, "-m", "colltune"]
@@ -111,7 +101,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         exe, table = Path(tmp) / "pmpi_overhead", Path(tmp) / "table.json"
         subprocess.run([mpicc, "-O2", "-o", str(exe), str(HERE / "c" / "pmpi_overhead.c")], check=True)
-        table_for(table)
+        write_table(fixed_table({c: (a, {}) for c, a in CASES}, "benchmarks/pmpi_testbed.py"), table)
         subprocess.run([*colltune_cmd, "testbed", "up", "--hosts", str(args.hosts), "--link", args.link], check=True)
         try:
             env = dict(os.environ, LD_PRELOAD=str(library_path()), COLLTUNE_TABLE=str(table))

@@ -85,14 +85,11 @@ def write_files(collective: str, algorithm: str, where: Path) -> tuple[Path, Pat
     and its MPICH export."""
     from colltune.algorithms import REGISTRY
     from colltune.files import write_atomic
-    from colltune.profiles.format import Provenance
-    from colltune.tune import Block, DecisionTable, Rule, write_table
+    from colltune.tune import fixed_table, write_table
     from colltune.tune.export import mpich_text
 
-    rules = (Rule(size_min=0, algorithm=algorithm, params=REGISTRY.get(collective, algorithm).validate_params({})),)
-    table = DecisionTable(method="model", model="hockney", profile="runtime_speed",
-                          provenance=Provenance(source="benchmarks/runtime_speed.py"),
-                          collectives={collective: (Block(procs_min=1, procs_max=64, tuned_at=(1,), rules=rules),)})
+    params = REGISTRY.get(collective, algorithm).validate_params({})
+    table = fixed_table({collective: (algorithm, params)}, "benchmarks/runtime_speed.py", procs=(1, 64))
     table_path, mpich_path = where / f"{collective}-{algorithm}.json", where / f"{collective}-{algorithm}.mpich.json"
     write_table(table, table_path)
     write_atomic(mpich_path, mpich_text(table)[0])

@@ -20,11 +20,10 @@ from pathlib import Path
 import pytest
 from helpers import RULE_STEP, every_algorithm_table, run_bounded
 
-from colltune.algorithms import REGISTRY
 from colltune.collectives import COLLECTIVES
 from colltune.errors import ColltuneError
 from colltune.pmpi import library_path
-from colltune.tune import NATIVE, Block, DecisionTable, Rule, write_table
+from colltune.tune import NATIVE, fixed_table, write_table
 
 SOURCE = Path(__file__).parent / "c" / "pmpi_check.c"
 BIN = Path(sys.executable).parent
@@ -139,18 +138,13 @@ def test_a_given_tree_runs_where_it_spans_the_communicator(program: Path, tmp_pa
     size go to the library on every rank (the ranks agree), the others run the tree."""
     procs = 5
     chain = tuple((r, r + 1) for r in range(procs - 1))
-    rules = {coll: (Block(procs_min=procs, procs_max=procs, tuned_at=(procs,), rules=(
-        Rule(size_min=0, algorithm="given_tree", params={"edges": chain}),)),)
-        for coll in ("bcast", "scatter", "gather", "reduce")}
+    rules = {coll: ("given_tree", {"edges": chain}) for coll in ("bcast", "scatter", "gather", "reduce")}
     path = tmp_path / "tree.json"
-    base = every_algorithm_table()
-    write_table(DecisionTable(method="model", model="hockney", profile="synthetic", provenance=base.provenance,
-                              collectives=rules), path)
+    write_table(fixed_table(rules, "tests", procs=(procs, procs)), path)
     res = run(program, procs, path)
     assert res.returncode == 0, res.stderr[-4000:]
     tally = ran(res.stdout)
     for coll in rules:
-        assert REGISTRY.get(coll, "given_tree")
         assert set(tally[coll]) == {"given_tree", NATIVE}, tally[coll]
 
 
@@ -182,10 +176,7 @@ WORK = 0.05  # seconds of work between the recorded phases of record_app
 
 def one_algorithm_table(path: Path, algorithm: str) -> Path:
     """A table that runs every broadcast with ``algorithm`` (other collectives: the library)."""
-    base = every_algorithm_table()
-    write_table(DecisionTable(method="model", model="hockney", profile="synthetic", provenance=base.provenance,
-                              collectives={"bcast": (Block(procs_min=1, procs_max=64, tuned_at=(1,), rules=(
-                                  Rule(size_min=0, algorithm=algorithm),)),)}), path)
+    write_table(fixed_table({"bcast": (algorithm, {})}, "tests"), path)
     return path
 
 

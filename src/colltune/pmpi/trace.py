@@ -200,7 +200,7 @@ class _Rank:
 
 
 def _collective_schedule(event: Collective, procs: int, table: DecisionTable | None,
-                         cache: dict[tuple, Schedule]) -> tuple[str, Schedule]:
+                         cache: dict[tuple, Schedule]) -> Schedule:
     coll, size = event.op, event.size
     algorithm, params = event.algorithm, dict(event.params)
     if table is not None:
@@ -213,7 +213,7 @@ def _collective_schedule(event: Collective, procs: int, table: DecisionTable | N
         problem = Problem(coll, procs, event.root if COLLECTIVES[coll].rooted else 0, size,
                           op="sum" if reduces else None, dtype="uint8" if reduces else None)
         cache[key] = REGISTRY.get(coll, algorithm).schedule_for(problem, **params)
-    return algorithm, cache[key]
+    return cache[key]
 
 
 def to_schedule(records: list[RankRecord], table: DecisionTable | None = None) -> Schedule:
@@ -273,7 +273,7 @@ def _expand(me: _Rank, e: Collective, ranks: tuple[int, ...], rank: int, table: 
     except ValueError:
         raise RecordError(f"{where}: rank {rank} is not in its communicator {list(ranks)}") from None
     try:
-        _, s = _collective_schedule(e, len(ranks), table, cache)
+        s = _collective_schedule(e, len(ranks), table, cache)
     except ColltuneError as exc:
         raise RecordError(f"{where}: {exc}") from None
     c = s.columns

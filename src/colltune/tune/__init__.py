@@ -21,6 +21,7 @@ from colltune.tune.table import (
     Rule,
     Sample,
     TableError,
+    fixed_table,
     parse_table,
     read_table,
     write_table,
@@ -29,5 +30,6 @@ from colltune.tune.table import (
 __all__ = [
     "NATIVE", "NATIVE_SOURCE", "SEARCH", "TABLE_ENV", "BenchError", "BenchResults", "Block", "Candidate", "DecisionTable",
     "ModelPricer", "Rule", "Sample", "SimPricer", "TableError", "Tuner", "bench_runs", "build_table", "candidates",
+    "fixed_table",
     "grid_sizes", "native_equivalent", "parse_table", "read_bench", "read_table", "write_bench", "write_table",
 ]

@@ -154,6 +154,18 @@ class DecisionTable(ParamSet):
         return self.model_dump_json(indent=1) + "\n"
 
 
+def fixed_table(choices: dict[str, tuple[str, dict[str, Any]]], source: str,
+                procs: tuple[int, int] = (1, 1 << 20)) -> DecisionTable:
+    """A table that runs each collective of ``choices`` (collective -> (algorithm, parameters))
+    with that algorithm at every size, for ``procs`` (first, last) process counts: what
+    benchmarks and tests write to force an algorithm.  ``source`` is its provenance."""
+    first, last = procs
+    return DecisionTable(method="model", profile=None, provenance=Provenance(source=source), collectives={
+        coll: (Block(procs_min=first, procs_max=last, tuned_at=(first,),
+                     rules=(Rule(size_min=0, algorithm=alg, params=dict(params)),)),)
+        for coll, (alg, params) in choices.items()})
+
+
 def parse_table(data: Any, origin: str) -> DecisionTable:
     """A :class:`DecisionTable` from decoded JSON; ``origin`` (a file name) starts every error."""
     return parse_record(DecisionTable, data, origin, FORMAT, VERSION, TableError)

@@ -237,6 +237,7 @@ struct CommCache {
   std::uint64_t clock = 0;
   std::size_t last = 0;  // index of the last signature found
   std::vector<Signature> sigs;
+  long record_id = -1;  // record mode's id of the communicator (record_slot)
 
   std::size_t binding_count() const {
     std::size_t n = 0;
@@ -335,6 +336,15 @@ CommCache *cache_of(Raw comm) {
   if (c != nullptr) memo = CommMemo{comm, c, now};
   return c;
 }
+
+}  // namespace
+
+long *colltune::pmpi::record_slot(Raw comm) {
+  CommCache *c = cache_of(comm);
+  return c != nullptr ? &c->record_id : nullptr;
+}
+
+namespace {
 
 // ---------------------------------------------------------------------------------------------
 // A call.
@@ -574,29 +584,44 @@ COLLTUNE_EXPORT int MPI_Bcast(void *buf, int count, Raw datatype, int root, Raw 
   return library(mpi().Bcast, buf, count, datatype, root, comm);
 }
 
+namespace {
+// scatter and gather: every rank's one block (``block``: scatter's receive buffer, gather's send
+// buffer) and the root's P blocks (``whole``).  In place at the root (``block`` is MPI_IN_PLACE),
+// the root's block is its own slot of the P blocks: gather sends a copy of it, scatter receives
+// into a buffer of the binding and leaves it where it is.
+bool run_rooted(int coll, const void *block, int block_count, Raw block_type, const void *whole, int whole_count,
+                Raw whole_type, int root, Raw comm) {
+  const Mpi &m = mpi();
+  Call k{coll, m.handle(comm)};
+  k.root = root;
+  CommCache *c = usable(k.comm);
+  if (c == nullptr) return false;
+  const bool at_root = c->rank == root, gathers = coll == GATHER;
+  const bool in_place = at_root && block == m.in_place;
+  const std::int64_t whole_bytes = bytes_of(whole_count, m.handle(whole_type));
+  k.size = in_place ? whole_bytes : bytes_of(block_count, m.handle(block_type));
+  const void *at_whole = at_root ? whole : nullptr;
+  k.send = gathers ? block : at_whole;
+  k.recv = const_cast<void *>(gathers ? at_whole : block);
+  if (in_place) {
+    k.in_place_offset = gathers ? static_cast<std::int64_t>(root) * k.size : 0;
+    k.in_place_bytes = k.size;
+    k.in_place_is_send = gathers;
+  } else if (at_root) {
+    k.unfit = root_side(whole_bytes, k.size);
+  }
+  return k.size >= 0 && run(*c, k);
+}
+
+}  // namespace
+
 COLLTUNE_EXPORT int MPI_Scatter(const void *sendbuf, int sendcount, Raw sendtype, void *recvbuf, int recvcount,
                                 Raw recvtype, int root, Raw comm) {
   const bool recv_in_place = recvbuf == mpi().in_place;
   CollectiveRecord record(SCATTER, comm, root, recv_in_place ? sendcount : recvcount,
                           recv_in_place ? sendtype : recvtype);
-  if (eligible()) {
-    const Mpi &m = mpi();
-    Call k{SCATTER, m.handle(comm)};
-    k.root = root;
-    CommCache *c = usable(k.comm);
-    const bool at_root = c != nullptr && c->rank == root;
-    const bool in_place = at_root && recvbuf == m.in_place;
-    k.size = in_place ? bytes_of(sendcount, m.handle(sendtype)) : bytes_of(recvcount, m.handle(recvtype));
-    k.send = at_root ? sendbuf : nullptr;
-    k.recv = recvbuf;
-    if (in_place) {
-      k.in_place_offset = 0;
-      k.in_place_bytes = k.size;
-      k.in_place_is_send = false;
-    }
-    if (at_root && !in_place) k.unfit = root_side(bytes_of(sendcount, m.handle(sendtype)), k.size);
-    if (c != nullptr && k.size >= 0 && run(*c, k)) return 0;
-  }
+  if (eligible() && run_rooted(SCATTER, recvbuf, recvcount, recvtype, sendbuf, sendcount, sendtype, root, comm))
+    return 0;
   return library(mpi().Scatter, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
 }
 
@@ -605,23 +630,8 @@ COLLTUNE_EXPORT int MPI_Gather(const void *sendbuf, int sendcount, Raw sendtype,
   const bool send_in_place = sendbuf == mpi().in_place;
   CollectiveRecord record(GATHER, comm, root, send_in_place ? recvcount : sendcount,
                           send_in_place ? recvtype : sendtype);
-  if (eligible()) {
-    const Mpi &m = mpi();
-    Call k{GATHER, m.handle(comm)};
-    k.root = root;
-    CommCache *c = usable(k.comm);
-    const bool at_root = c != nullptr && c->rank == root;
-    const bool in_place = at_root && sendbuf == m.in_place;
-    k.size = in_place ? bytes_of(recvcount, m.handle(recvtype)) : bytes_of(sendcount, m.handle(sendtype));
-    k.send = sendbuf;
-    k.recv = at_root ? recvbuf : nullptr;
-    if (in_place) {
-      k.in_place_offset = static_cast<std::int64_t>(root) * k.size;
-      k.in_place_bytes = k.size;
-    }
-    if (at_root && !in_place) k.unfit = root_side(bytes_of(recvcount, m.handle(recvtype)), k.size);
-    if (c != nullptr && k.size >= 0 && run(*c, k)) return 0;
-  }
+  if (eligible() && run_rooted(GATHER, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm))
+    return 0;
   return library(mpi().Gather, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
 }
 

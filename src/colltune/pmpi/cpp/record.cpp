@@ -53,9 +53,15 @@ struct Recorder {
   std::vector<std::string> lines;
   std::unordered_map<Raw, long> requests;  // an active request's handle -> its number
   long next_request = 0;
+  // Receives not yet completed, by request number: their record's line (rewritten at completion
+  // with the source, tag and size they got) and what they were posted with.
+  struct Receive {
+    std::size_t line;
+    Raw type;
+    int count;
+  };
+  std::unordered_map<long, Receive> receives;
   int next_comm = 0;
-  int comm_key = 0;
-  bool comm_key_made = false;
 };
 
 Recorder &recorder() {
@@ -63,25 +69,14 @@ Recorder &recorder() {
   return r;
 }
 
-int forget_comm(Raw, int, void *, void *) { return 0; }  // the id dies with the communicator
-
-int keep_comm(Raw, int, void *, void *, void *, int *flag) {
-  *flag = 0;  // a duplicate is another communicator
-  return 0;
-}
-
 // The record's id of ``comm`` (announcing its ranks on first use), or -1 where it is not recorded
-// (an intercommunicator).  Called with the recorder locked.
+// (an intercommunicator).  The id is kept in the communicator's state (record_slot), so it dies
+// with the communicator.  Called with the recorder locked.
 long comm_id(Recorder &r, Raw comm) {
   const Mpi &m = mpi();
-  if (!r.comm_key_made) {
-    r.comm_key_made = m.Comm_create_keyval(reinterpret_cast<void *>(&keep_comm), reinterpret_cast<void *>(&forget_comm),
-                                           &r.comm_key, nullptr) == 0;
-    if (!r.comm_key_made) return -1;
-  }
-  void *value = nullptr;
-  int flag = 0;
-  if (m.Comm_get_attr(comm, r.comm_key, &value, &flag) == 0 && flag) return reinterpret_cast<std::intptr_t>(value);
+  long *slot = record_slot(comm);
+  if (slot == nullptr) return -1;
+  if (*slot >= 0) return *slot;
   int inter = 0, size = 0;
   if (m.Comm_test_inter(comm, &inter) != 0 || inter || m.Comm_size(comm, &size) != 0) return -1;
   Raw group = 0, world = 0;
@@ -92,8 +87,7 @@ long comm_id(Recorder &r, Raw comm) {
     return -1;
   m.Group_free(&group);
   m.Group_free(&world);
-  const long id = r.next_comm++;
-  m.Comm_set_attr(comm, r.comm_key, reinterpret_cast<void *>(static_cast<std::intptr_t>(id)));
+  const long id = *slot = r.next_comm++;
   std::string line = "{\"comm\": " + std::to_string(id) + ", \"ranks\": [";
   for (int i = 0; i < size; ++i) line += (i ? ", " : "") + std::to_string(theirs[static_cast<std::size_t>(i)]);
   r.lines.push_back(line + "]}");
@@ -132,36 +126,21 @@ std::string p2p(const char *op, double t0, double t1, long comm, int peer, int t
 // Where the status goes: the caller's, or ours when it passed MPI_STATUS_IGNORE.
 struct StatusSpace {
   alignas(8) unsigned char space[64] = {};
-  void *use(void *given) const {
-    return given == mpi().status_ignore ? const_cast<unsigned char *>(space) : given;
-  }
+  void *use(void *given) { return given == mpi().status_ignore ? space : given; }
 };
 
-// Receives posted with a wildcard, by request number: their records' line, to fill at completion.
-std::unordered_map<long, std::size_t> &open_receives() {
-  static std::unordered_map<long, std::size_t> m;
-  return m;
-}
-
-void complete_receive(Recorder &r, long req, const void *status, Raw type, int count) {
-  auto it = open_receives().find(req);
-  if (it == open_receives().end()) return;
-  std::string &line = r.lines[it->second];
-  // the line ends with "\"peer\": X, \"tag\": Y, \"bytes\": N, \"req\": K}": rewrite those three
+// Rewrite the line of receive ``req`` with what its status says it got.
+void complete_receive(Recorder &r, long req, const void *status) {
+  auto it = r.receives.find(req);
+  if (it == r.receives.end()) return;
+  const Recorder::Receive &got = it->second;
+  std::string &line = r.lines[got.line];
   const std::size_t at = line.find(", \"peer\": ");
   line = line.substr(0, at) + ", \"peer\": " + std::to_string(status_int(status, mpi().status_source)) +
          ", \"tag\": " + std::to_string(status_int(status, mpi().status_tag)) +
-         ", \"bytes\": " + std::to_string(received(status, type, count)) + ", \"req\": " + std::to_string(req) + "}";
-  open_receives().erase(it);
-}
-
-struct PendingRecv {
-  Raw type;
-  int count;
-};
-std::unordered_map<long, PendingRecv> &pending_types() {
-  static std::unordered_map<long, PendingRecv> m;
-  return m;
+         ", \"bytes\": " + std::to_string(received(status, got.type, got.count)) + ", \"req\": " +
+         std::to_string(req) + "}";
+  r.receives.erase(it);
 }
 
 void write_file() {
@@ -278,10 +257,7 @@ int start_p2p(bool send, void *buf, int count, Raw type, int peer, int tag, Raw 
   r.requests[m.request(request, 0)] = req;
   add(r, p2p(send ? "isend" : "irecv", t0, t1, id, peer, tag, bytes(count, type)) + ", \"req\": " +
              std::to_string(req) + "}");
-  if (!send) {
-    open_receives()[req] = r.lines.size() - 1;
-    pending_types()[req] = PendingRecv{type, count};
-  }
+  if (!send) r.receives[req] = Recorder::Receive{r.lines.size() - 1, type, count};
   return err;
 }
 
@@ -296,12 +272,7 @@ void complete(double t0, double t1, int n, const Raw *handles, const unsigned ch
     if (it == r.requests.end()) continue;
     const long req = it->second;
     r.requests.erase(it);
-    auto pending = pending_types().find(req);
-    if (pending != pending_types().end()) {
-      complete_receive(r, req, statuses + static_cast<std::size_t>(i) * static_cast<std::size_t>(mpi().status_bytes),
-                       pending->second.type, pending->second.count);
-      pending_types().erase(pending);
-    }
+    complete_receive(r, req, statuses + static_cast<std::size_t>(i) * static_cast<std::size_t>(mpi().status_bytes));
     reqs += (reqs.empty() ? "" : ", ") + std::to_string(req);
   }
   add(r, "{\"op\": \"wait\", \"t0\": " + num(t0) + ", \"t1\": " + num(t1) + ", \"reqs\": [" + reqs + "]}");

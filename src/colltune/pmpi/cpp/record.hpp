@@ -39,6 +39,10 @@ class CollectiveRecord {
   double t0_ = 0;
 };
 
+// Where record mode keeps a communicator's id (-1 until it has one), in the state the library
+// keeps for the communicator (interpose.cpp); null where it has none.
+long *record_slot(Raw comm);
+
 // The parameters (JSON text) of the algorithm that ran this thread's last intercepted call.
 inline COLLTUNE_TLS const char *last_params = "{}";
 
