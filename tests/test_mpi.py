@@ -67,6 +67,7 @@ def test_executors_run_copies_delays_scratch_and_every_reduction(procs: int) -> 
     assert res.returncode == 0, f"stdout:\n{res.stdout}\nstderr:\n{res.stderr[-4000:]}"
     assert f"executor_check: P={procs}: copy, delay and scratch ran correctly on both executors; 101 reductions" \
         in res.stdout
+    assert "both refuse wildcard receives" in res.stdout
 
 
 @pytest.mark.parametrize("procs", (1, 3, 5))

@@ -204,8 +204,9 @@ def check_record(where: Path) -> None:
                                           "wait", "bcast", "allreduce", "gather", "barrier"]
     recv, send, irecv, isend, wait, sendrecv = one.events[:6]
     assert (recv.peer, recv.tag, recv.bytes, send.peer, send.tag) == (0, 1, 8192, 2, 1)
-    # posted from MPI_ANY_SOURCE with MPI_ANY_TAG: recorded as what it matched
-    assert (irecv.peer, irecv.tag, irecv.bytes) == (0, 7, 8192)
+    # posted from MPI_ANY_SOURCE with MPI_ANY_TAG: recorded as what it matched, and as posted
+    assert (irecv.peer, irecv.tag, irecv.bytes, irecv.any_source, irecv.any_tag) == (0, 7, 8192, True, True)
+    assert not (recv.any_source or recv.any_tag or sendrecv.any_source or sendrecv.any_tag)
     assert set(wait.reqs) == {irecv.req, isend.req}
     assert (sendrecv.peer, sendrecv.source, sendrecv.recv_tag) == (2, 0, 3)
     assert irecv.t0 - send.t1 >= WORK  # the work between the phases is in the gaps

@@ -3,8 +3,9 @@
 import numpy as np
 import pytest
 
-from colltune.errors import ScheduleError
-from colltune.schedule import Buf, Kind, Region, ScheduleBuilder
+from colltune.collectives import Problem
+from colltune.errors import ScheduleError, VerificationError
+from colltune.schedule import ANY_SOURCE, ANY_TAG, Buf, Kind, Region, ScheduleBuilder, verify
 
 R = Region(Buf.RECV, 0, 4)
 
@@ -68,6 +69,9 @@ def test_schedule_is_immutable() -> None:
         (lambda b: b.send(0, 1, Region(Buf.RECV, 2, 4)), r"region RECV\[2:6\] exceeds the buffer's 4 bytes"),
         (lambda b: b.send(0, 1, Region(Buf.SEND, 0, 1)), "exceeds the buffer's 0 bytes"),
         (lambda b: b.send(0, 1, R, tag=-1), "negative tag"),
+        (lambda b: b.send(0, -1, R), r"peer outside 0..1 .* \(got peer -1\)"),
+        (lambda b: b.recv(0, -2, R), r"\(got peer -2\)"),
+        (lambda b: b.recv(0, 1, R, tag=-2), r"negative tag .*\(got tag -2\)"),
         (lambda b: b.delay(0, -1.0), "delay"),
         (lambda b: b.copy(0, Region(Buf.RECV, 2, 4), Region(Buf.RECV, 0, 4)),
          r"source region RECV\[2:6\] exceeds the buffer's 4 bytes"),
@@ -120,3 +124,23 @@ def test_bulk_rejects_forward_dependencies() -> None:
     b = ScheduleBuilder(2, recv_bytes=4)
     with pytest.raises(ScheduleError, match="not earlier"):
         b.bulk(Kind.DELAY, np.array([0, 0]), requires=np.array([[1], [-1]]))
+
+
+def test_wildcard_receives_are_valid_but_only_for_the_simulator() -> None:
+    """ANY_SOURCE / ANY_TAG receives build (GOAL's -1), are described as such, and the verifier
+    and both executors refuse them: their matching depends on timing."""
+    b = ScheduleBuilder(3, recv_bytes=4)
+    b.send(0, 2, R, tag=5)
+    b.send(1, 2, R)
+    b.recv(2, ANY_SOURCE, R, tag=ANY_TAG)
+    b.recv(2, 1, R, tag=ANY_TAG)
+    s = b.build()
+    assert s.wildcards
+    assert s.describe(2) == "rank 2 op 0 (recv from any rank, any tag, RECV[0:4])"
+    assert s.describe(3) == "rank 2 op 1 (recv from rank 1, any tag, RECV[0:4])"
+    with pytest.raises(VerificationError, match="wildcard receives"):
+        verify(s, Problem("bcast", 3, 0, 4))
+    exact = ScheduleBuilder(2, recv_bytes=4)
+    exact.send(0, 1, R)
+    exact.recv(1, 0, R)
+    assert not exact.build().wildcards

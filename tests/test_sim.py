@@ -329,7 +329,10 @@ def test_goal_reader_accepts_loggopsim_syntax_and_more():
 
 @pytest.mark.parametrize("text,problem", [
     ("rank 0 {\n}\n", "line 1: a rank block before num_ranks"),
-    ("num_ranks 2\nrank 0 {\nrecv 1b from -1 tag 0\n}\n", "line 3: wildcard receives"),
+    ("num_ranks 2\nrank 0 {\nsend 1b to -1 tag 0\n}\n", "line 3: a send needs a destination rank"),
+    ("num_ranks 2\nrank 0 {\nsend 1b to 1 tag -1\n}\n", "line 3: a send needs a destination rank and a tag"),
+    ("num_ranks 2\nrank 0 {\nrecv 1b from -2 tag 0\n}\n", "line 3: a receive's source and tag are 0 or more"),
+    ("num_ranks 2\nrank 0 {\nrecv 1b from 1 tag -3\n}\n", "line 3: a receive's source and tag are 0 or more"),
     ("num_ranks 2\nrank 0 {\nl1: send 1b to 1\nl1 requires l9\n}\n", "line 4: label 'l9' is not defined"),
     ("num_ranks 2\nrank 0 {\nsend 1b to 1 cpu 1\n}\n", "line 3: only cpu 0 and nic 0"),
     ("num_ranks 2\nrank 0 {\nsend 1 to 1\n}\n", "line 3: expected 'send Nb to R"),
@@ -338,6 +341,65 @@ def test_goal_reader_accepts_loggopsim_syntax_and_more():
 def test_goal_reader_errors_name_the_line(text, problem):
     with pytest.raises(GoalError, match=problem.replace("(", r"\(")):
         from_goal(text, name="x.goal")
+
+
+# Wildcard receives, timed by hand with LOGGOPS: a 1-byte message sent at t is processed by the
+# receiver from t + o + L = t + 6.5 us to t + 8 us (its CPU busy for o = 1.5 us); a sender's CPU is
+# busy for o after each send.
+WILDCARD_CASES = {
+    "the first message to arrive, not the lowest rank": (
+        ("num_ranks 3\nrank 0 {\nl0: recv 1b from -1 tag -1\nl1: recv 1b from -1 tag -1\n}\n"
+        "rank 1 {\nl0: calc 100000\nl1: send 1b to 0 tag 5\nl1 requires l0\n}\nrank 2 {\nsend 1b to 0 tag 7\n}\n"),
+        [8.0, 108.0]),
+    "a later wildcard takes what an earlier exact receive does not fit": (
+        ("num_ranks 3\nrank 0 {\nl0: recv 1b from 1 tag 3\nl1: recv 1b from -1 tag -1\n}\n"
+        "rank 1 {\nl0: calc 100000\nl1: send 1b to 0 tag 3\nl1 requires l0\n}\nrank 2 {\nsend 1b to 0 tag 0\n}\n"),
+        [108.0, 8.0]),
+    "posting order between a wildcard and an exact receive that both fit": (
+        ("num_ranks 3\nrank 0 {\nl0: recv 1b from -1 tag -1\nl1: recv 1b from 2 tag 0\n}\nrank 1 {\n}\n"
+        "rank 2 {\nl0: send 1b to 0 tag 0\nl1: send 1b to 0 tag 0\nl1 requires l0\n}\n"),
+        [8.0, 9.5]),
+    "any source with a tag, a source with any tag": (  # both messages wait for rank 0's CPU until 50 us
+        ("num_ranks 3\nrank 0 {\nl0: calc 50000\nl1: recv 1b from -1 tag 4\nl1 requires l0\n"
+        "l2: recv 1b from 1 tag -1\nl2 requires l0\n}\nrank 1 {\nsend 1b to 0 tag 2\n}\n"
+        "rank 2 {\nsend 1b to 0 tag 4\n}\n"),
+        [50.0, 53.0, 51.5]),
+}
+
+
+@pytest.mark.parametrize("case", WILDCARD_CASES)
+def test_wildcard_receives_match_as_mpi_does(case):
+    text, ends_us = WILDCARD_CASES[case]
+    schedule = from_goal(text)
+    assert schedule.wildcards
+    result = simulate(schedule, "loggops", LOGGOPS)
+    ends = result.end[schedule.ops_of(0)] * 1e6
+    assert ends.tolist() == pytest.approx(ends_us, rel=1e-9)
+    assert to_goal(from_goal(to_goal(schedule))) == to_goal(schedule)  # -1 written back as -1
+    assert "from -1" in to_goal(schedule) or "tag -1" in to_goal(schedule)
+
+
+def test_a_wildcard_takes_the_oldest_waiting_message_that_fits():
+    """Rank 1's rendezvous message (tag 2) and rank 2's (tag 4) wait at rank 0; its receive from
+    any source with tag 4 skips the older tag-2 message, which only the last receive, posted much
+    later, takes: the rendezvous send completes then, not when the first wildcard was posted."""
+    text = ("num_ranks 4\nrank 0 {\nl0: recv 1b from 3 tag 0\nl1: recv 1b from -1 tag 4\nl1 requires l0\n"
+            "l2: recv 1b from 3 tag 1\nl2 requires l1\nl3: recv 100000b from -1 tag -1\nl3 requires l2\n}\n"
+            "rank 1 {\nsend 100000b to 0 tag 2\n}\nrank 2 {\nsend 1b to 0 tag 4\n}\n"
+            "rank 3 {\nl0: calc 50000\nl1: send 1b to 0 tag 0\nl1 requires l0\nl2: calc 100000\nl2 requires l1\n"
+            "l3: send 1b to 0 tag 1\nl3 requires l2\n}\n")
+    schedule = from_goal(text)
+    result = simulate(schedule, "loggops", LOGGOPS)
+    first, late, rendezvous = 1, 3, int(schedule.rank_ptr[1])
+    assert result.end[first] == result.end[0]  # rank 2's message was waiting
+    assert result.start[late] > result.end[first] + 40e-6  # rank 3's second message comes 100 us later
+    assert result.end[rendezvous] == result.start[late] == result.end[late]
+
+
+def test_an_unmatched_wildcard_receive_is_reported_not_hung():
+    schedule = from_goal("num_ranks 2\nrank 0 {\nrecv 8b from -1 tag 3\n}\nrank 1 {\nsend 8b to 0 tag 2\n}\n")
+    with pytest.raises(SimulationError, match="rank 0 op 0 .recv from any rank, tag 3"):
+        simulate(schedule, "loggops", LOGGOPS)
 
 
 def test_a_receive_without_its_send_is_reported_not_hung():

@@ -1036,7 +1036,10 @@ def networks_markdown() -> str:
               "and bytes). `--topology FILE|star:RATE` carries the messages of any endpoint model as flows over a "
               "switched network whose links are shared by the flows crossing them (`--sharing equal`, paper 001 "
               "eq. 7, or `maxmin`). Registry schedules post each rank's operations in list order; GOAL schedules "
-              "(`--goal FILE`) carry only their own dependencies."), "",
+              "(`--goal FILE`) carry only their own dependencies, and may hold wildcard receives (`recv ... from -1` or "
+              "`tag -1`, as LogGOPSim accepts), which the simulator matches as MPI matches `MPI_ANY_SOURCE` and "
+              "`MPI_ANY_TAG`: with the oldest message that fits when the receive is posted, otherwise with the "
+              "first one to arrive; such a schedule is simulated but neither verified nor run."), "",
              "| model | parameters from | source | summary |", "| --- | --- | --- | --- |"]
     lines += [f"| `{n.name}` | {n.params} | {n.source} | {n.summary} |" for n in NETWORKS.values()]
     lines.append("")

@@ -9,6 +9,7 @@
    ``ufunc(a, b)`` bit for bit (the compiled one computes in C++), except complex products:
    numpy computes them with fused multiply-adds where the CPU has them, so those may differ in
    the last bit of each part (checked to within 2 ulp of the larger part).
+3. A schedule with a wildcard receive (GOAL's ``from -1``) is refused by both executors.
 """
 
 import warnings
@@ -17,9 +18,10 @@ import numpy as np
 from mpi4py import MPI
 
 from colltune.collectives import _UNDEFINED_OPS
+from colltune.errors import ColltuneError
 from colltune.runtime import ScheduleExecutor, compiled
 from colltune.runtime.executor import NUMPY_OPS
-from colltune.schedule import REDUCTION_DTYPES, REDUCTION_OPS, Buf, Region, ScheduleBuilder, verify
+from colltune.schedule import ANY_SOURCE, REDUCTION_DTYPES, REDUCTION_OPS, Buf, Region, ScheduleBuilder, verify
 
 comm = MPI.COMM_WORLD
 P, me = comm.Get_size(), comm.Get_rank()
@@ -124,8 +126,19 @@ with warnings.catch_warnings():
                                          f"{a[bad]!r} op {bvec[bad]!r} is {out[bad]!r}, numpy gives {want[bad]!r}")
                 cases += 1
 
+wild = ScheduleBuilder(2, recv_bytes=4)
+wild.send(0, 1, Region(Buf.RECV, 0, 4))
+wild.recv(1, ANY_SOURCE, Region(Buf.RECV, 0, 4))
+for executor in EXECUTORS:
+    try:
+        runner(executor, wild.build(), np.zeros(0, np.uint8), np.zeros(4, np.uint8))
+    except ColltuneError as exc:
+        assert "wildcard receives" in str(exc), exc
+    else:
+        raise AssertionError(f"the {executor} executor accepted a schedule with a wildcard receive")
+
 private.Free()
 comm.Barrier()
 if me == 0:
     print(f"executor_check: P={P}: copy, delay and scratch ran correctly on both executors; "
-          f"{cases // 2} reductions bit for bit as numpy on both")
+          f"{cases // 2} reductions bit for bit as numpy on both; both refuse wildcard receives")

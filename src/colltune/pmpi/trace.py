@@ -14,8 +14,10 @@ end times.  :func:`read_records` reads and validates them; :func:`to_schedule` t
   that table chooses, on the communicator's ranks, with tags above :data:`COLLECTIVE_TAGS` so that
   they never match the program's own messages.  Reductions are priced as sums of bytes.
 
-Receives recorded from MPI_ANY_SOURCE or with MPI_ANY_TAG carry the source and tag they matched,
-so the schedule has no wildcards.
+Receives recorded from MPI_ANY_SOURCE or with MPI_ANY_TAG carry the source and tag they matched
+(and ``any_source`` / ``any_tag``), and the schedule receives exactly that: the recorded run's
+matching.  Writing them as GOAL wildcards instead would let a simulated wildcard take a message
+of another communicator or of a collective, since a schedule has one matching space per rank.
 """
 
 from __future__ import annotations
@@ -73,6 +75,8 @@ class PointToPoint(_Timed):
     tag: int = Field(ge=0)
     bytes: int = Field(ge=0)
     req: int | None = None
+    any_source: bool = Field(False, description="a receive posted with MPI_ANY_SOURCE (peer: what it matched)")
+    any_tag: bool = Field(False, description="a receive posted with MPI_ANY_TAG (tag: what it matched)")
 
 
 class SendRecv(_Timed):
@@ -84,6 +88,8 @@ class SendRecv(_Timed):
     source: int = Field(ge=-1, alias="from", description="-1: MPI_PROC_NULL, nothing received")
     recv_tag: int = Field(ge=0)
     recv_bytes: int = Field(ge=0)
+    any_source: bool = Field(False, description="the receive named MPI_ANY_SOURCE (from: what it matched)")
+    any_tag: bool = Field(False, description="the receive named MPI_ANY_TAG (recv_tag: what it matched)")
 
 
 class Wait(_Timed):

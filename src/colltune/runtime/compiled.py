@@ -72,6 +72,9 @@ def program(schedule: Schedule, rank: int) -> Any:
     """Compile ``rank``'s operations of ``schedule`` for the compiled executor (``ENGINE``)."""
     if ENGINE is None:
         raise ExecutionError("the compiled executor is not available")
+    if schedule.wildcards:
+        raise ExecutionError("the schedule has wildcard receives (ANY_SOURCE or ANY_TAG); only the simulator runs "
+                             "such schedules")
     lo, hi = int(schedule.rank_ptr[rank]), int(schedule.rank_ptr[rank + 1])
     c = schedule.columns
     dlo, dhi = int(schedule.dep_ptr[lo]), int(schedule.dep_ptr[hi])

@@ -39,6 +39,9 @@ class ScheduleExecutor:
     """
 
     def __init__(self, schedule: Schedule, comm: MPI.Comm, buffers: dict[Buf, np.ndarray]):
+        if schedule.wildcards:
+            raise ColltuneError("the schedule has wildcard receives (ANY_SOURCE or ANY_TAG); only the simulator "
+                                "runs such schedules")
         rank = comm.Get_rank()
         views = dict(buffers)
         views[Buf.SCRATCH] = np.zeros(int(schedule.buffer_sizes[rank, Buf.SCRATCH]), dtype=np.uint8)

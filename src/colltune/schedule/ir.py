@@ -20,9 +20,15 @@ starts its operations in list order; before starting an operation it waits
 until everything that operation requires has completed (an irequired
 operation has always started, since it comes earlier in the list).  Sends
 and receives complete when matched (MPI matching by source, tag and posting
-order, no wildcards); a send of any size is assumed *unbuffered*, so it
+order); a send of any size is assumed *unbuffered*, so it
 completes only once its receive is posted.  Local operations complete as
 soon as they start.
+
+A receive may name :data:`ANY_SOURCE` as its peer or :data:`ANY_TAG` as its tag
+(both -1, GOAL's wildcards): it then matches, like ``MPI_ANY_SOURCE`` and
+``MPI_ANY_TAG``, the first message that arrives and fits.  Such matching depends
+on timing, so only the simulator runs schedules with wildcards (read from
+GOAL); the verifier and the executors reject them (:attr:`Schedule.wildcards`).
 
 In GOAL terms, in-order posting is an implicit *irequires* of each operation on
 the one before it in its rank's list: a GOAL export (and the simulator) must add
@@ -63,6 +69,11 @@ class Buf(IntEnum):
     RECV = 1
     SCRATCH = 2
 
+
+#: A receive's peer that matches a message from any rank (GOAL's ``from -1``, ``MPI_ANY_SOURCE``).
+ANY_SOURCE = -1
+#: A receive's tag that matches a message of any tag (GOAL's ``tag -1``, ``MPI_ANY_TAG``).
+ANY_TAG = -1
 
 #: Reduction operations a ``REDUCE`` op may name, by index.
 REDUCTION_OPS: tuple[str, ...] = ("sum", "prod", "max", "min", "band", "bor", "bxor", "land", "lor")
@@ -164,6 +175,13 @@ class Schedule:
         sends = self.columns["kind"] == Kind.SEND
         return int(self.columns["length"][sends].sum())
 
+    @property
+    def wildcards(self) -> bool:
+        """Whether a receive names :data:`ANY_SOURCE` or :data:`ANY_TAG` (only the simulator runs
+        such a schedule: its matching depends on timing)."""
+        recv = self.columns["kind"] == Kind.RECV
+        return bool(np.any(recv & ((self.columns["peer"] < 0) | (self.columns["tag"] < 0))))
+
     def ops_of(self, rank: int) -> range:
         """Global indices of the ops of ``rank``, in posting order."""
         return range(int(self.rank_ptr[rank]), int(self.rank_ptr[rank + 1]))
@@ -195,7 +213,9 @@ class Schedule:
         if kind == Kind.SEND:
             what = f"send to rank {int(c['peer'][i])}, tag {int(c['tag'][i])}, {region}"
         elif kind == Kind.RECV:
-            what = f"recv from rank {int(c['peer'][i])}, tag {int(c['tag'][i])}, {region}"
+            source = "any rank" if c["peer"][i] == ANY_SOURCE else f"rank {int(c['peer'][i])}"
+            tag = "any tag" if c["tag"][i] == ANY_TAG else f"tag {int(c['tag'][i])}"
+            what = f"recv from {source}, {tag}, {region}"
         elif kind == Kind.COPY:
             src = region_str(c["src_buf"][i], c["src_offset"][i], c["length"][i])
             what = f"copy {src} -> {region}"
@@ -232,18 +252,22 @@ def validate_columns(procs: int, buffer_sizes: np.ndarray, c: Mapping[str, np.nd
         return
     kind, rank = c["kind"], c["rank"]
 
-    def fail(mask: np.ndarray, problem: str) -> None:
+    def fail(mask: np.ndarray, problem: str, value: str | None = None) -> None:
         bad = np.flatnonzero(mask)
         if len(bad):
             i = int(bad[0])
-            raise ScheduleError(f"rank {int(rank[i])} op (global #{i}, kind {Kind(int(kind[i])).name}): {problem}")
+            got = f" (got {value} {c[value][i]})" if value else ""
+            raise ScheduleError(f"rank {int(rank[i])} op (global #{i}, kind {Kind(int(kind[i])).name}): {problem}{got}")
 
     fail((kind < 0) | (kind > Kind.DELAY), "unknown operation kind")
     fail((rank < 0) | (rank >= procs), f"rank outside 0..{procs - 1}")
     msg = (kind == Kind.SEND) | (kind == Kind.RECV)
-    fail(msg & ((c["peer"] < 0) | (c["peer"] >= procs)), f"peer {c['peer']} outside 0..{procs - 1}")
+    recv = kind == Kind.RECV
+    wild_peer = recv & (c["peer"] == ANY_SOURCE)
+    fail(msg & ~wild_peer & ((c["peer"] < 0) | (c["peer"] >= procs)),
+         f"peer outside 0..{procs - 1} (a receive may also name ANY_SOURCE, -1)", "peer")
     fail(msg & (c["peer"] == rank), "message to itself; use a COPY")
-    fail(msg & (c["tag"] < 0), "negative tag")
+    fail(msg & (c["tag"] < 0) & ~(recv & (c["tag"] == ANY_TAG)), "negative tag (a receive may also name ANY_TAG, -1)", "tag")
     fail(c["length"] < 0, "negative length")
     fail(c["offset"] < 0, "negative offset")
     fail((c["buf"] < 0) | (c["buf"] > Buf.SCRATCH), "unknown buffer")

@@ -36,8 +36,8 @@ Reduction results are labelled symbolically too: a byte holding the
 combination of several ranks' byte ``o`` carries a label that names the tuple of
 contributing ranks (in combination order) and ``o``.
 
-Because matching has no wildcards and posting is in list order, the matching
-is the same in every execution, and greedy execution reaches every state any
+Because matching has no wildcards (the verifier rejects schedules with them)
+and posting is in list order, the matching is the same in every execution, and greedy execution reaches every state any
 execution can; so a schedule that passes is correct for every timing.
 """
 
@@ -195,6 +195,9 @@ class _Verifier:
         self.coll = get_collective(problem.collective)
         if schedule.procs != problem.procs:
             raise VerificationError(f"schedule has {schedule.procs} ranks, the problem {problem.procs}")
+        if schedule.wildcards:
+            raise VerificationError("the schedule has wildcard receives (ANY_SOURCE or ANY_TAG): their matching "
+                                    "depends on timing, and the verifier proves only exactly matched schedules")
         send_sizes, recv_sizes = self.coll.buffers(problem)
         for r in range(problem.procs):
             for buf, want in ((Buf.SEND, send_sizes[r]), (Buf.RECV, recv_sizes[r])):

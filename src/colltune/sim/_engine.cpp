@@ -14,7 +14,8 @@
 //   at arrival ta the message waits for the receiver's CPU and receive NIC; processed at t' it
 //     keeps the CPU busy until t' + cr[i] and the NIC until t' + gr[i];
 //   a receive is posted at no cost and completes when its message has been processed (MPI
-//     matching: by source and tag, in posting order);
+//     matching: by source and tag, in posting order; a receive may name source or tag -1, the
+//     wildcards of GOAL, MPI_ANY_SOURCE and MPI_ANY_TAG);
 //   an eager send completes when it starts, a rendezvous one (rdv[i]) once its receive is matched
 //     and a flow-transported one once its flow has ended;
 //   a local op (copy, reduction, delay) occupies the CPU for cost[i].
@@ -36,6 +37,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <deque>
 #include <limits>
 #include <queue>
 #include <stdexcept>
@@ -218,6 +220,50 @@ class Matcher {
   }
 };
 
+// MPI matching at a rank that posts wildcard receives (source or tag -1, MPI_ANY_SOURCE /
+// MPI_ANY_TAG): a message takes the oldest posted receive it fits, a receive the oldest waiting
+// message it fits.  Every message and receive of such a rank goes through here, so that exact and
+// wildcard receives keep their posting order; the search is linear, as in LogGOPSim's queues.
+class OrderedMatcher {
+ public:
+  struct Posted {
+    int64_t op;
+    int32_t src, tag;  // -1: any
+  };
+  struct Waiting {
+    int64_t op;
+    int32_t src, tag;
+    double end;  // when its receive would be complete
+  };
+  // A processed message from `src` with `tag`: the receive it completes, or -1 (then it waits).
+  int64_t message(int64_t op, int32_t src, int32_t tag, double end) {
+    for (auto it = posted.begin(); it != posted.end(); ++it)
+      if ((it->src < 0 || it->src == src) && (it->tag < 0 || it->tag == tag)) {
+        int64_t recv = it->op;
+        posted.erase(it);
+        return recv;
+      }
+    waiting.push_back(Waiting{op, src, tag, end});
+    return -1;
+  }
+  // A posted receive: true and the message it takes, or false (then it waits).
+  bool receive(int64_t op, int32_t src, int32_t tag, Waiting& msg) {
+    for (auto it = waiting.begin(); it != waiting.end(); ++it)
+      if ((src < 0 || it->src == src) && (tag < 0 || it->tag == tag)) {
+        msg = *it;
+        waiting.erase(it);
+        return true;
+      }
+    posted.push_back(Posted{op, src, tag});
+    return false;
+  }
+  int64_t waiting_messages() const { return int64_t(waiting.size()); }
+
+ private:
+  std::deque<Posted> posted;
+  std::deque<Waiting> waiting;
+};
+
 struct FlowGroup {  // the active flows of one (sender, receiver) pair share one rate
   int32_t src, dst;
   int64_t path_lo, path_hi;  // links in Engine::path_links
@@ -257,6 +303,8 @@ class Engine {
   double now = 0;
   uint64_t processed = 0;
   Matcher* match = nullptr;
+  std::vector<int32_t> ordered_of;          // per rank: its OrderedMatcher, or -1 (exact matching)
+  std::vector<OrderedMatcher> ordered;
   std::vector<int64_t> freed, batch, touched;
 
   // topology and flows
@@ -449,20 +497,55 @@ class Engine {
     Host& h = hosts[hi];
     h.cpu = now + cr[i];
     h.nic_r = now + gr[i];
-    Matcher::Entry recv;
-    if (match->match_or_queue(match_key(hi, rank[i], tag[i]), false, i, now + cr[i], recv)) {
-      mark_done(recv.op, now + cr[i]);
+    int64_t recv = -1;
+    if (ordered_of[hi] >= 0) {
+      recv = ordered[ordered_of[hi]].message(i, rank[i], tag[i], now + cr[i]);
+    } else {
+      Matcher::Entry entry;
+      if (match->match_or_queue(match_key(hi, rank[i], tag[i]), false, i, now + cr[i], entry)) recv = entry.op;
+    }
+    if (recv >= 0) {
+      mark_done(recv, now + cr[i]);
       if (rdv[i]) rendezvous_matched(i);
     }
   }
 
   void post_recv(int64_t j) {
     mark_started(j, now);
-    Matcher::Entry msg;
-    if (match->match_or_queue(match_key(rank[j], peer[j], tag[j]), true, j, 0.0, msg)) {
-      mark_done(j, std::max(now, msg.end));
-      if (rdv[msg.op]) rendezvous_matched(msg.op);
+    int64_t send = -1;
+    double ready = 0;
+    if (ordered_of[rank[j]] >= 0) {
+      OrderedMatcher::Waiting msg;
+      if (ordered[ordered_of[rank[j]]].receive(j, peer[j], tag[j], msg)) {
+        send = msg.op;
+        ready = msg.end;
+      }
+    } else {
+      Matcher::Entry msg;
+      if (match->match_or_queue(match_key(rank[j], peer[j], tag[j]), true, j, 0.0, msg)) {
+        send = msg.op;
+        ready = msg.end;
+      }
     }
+    if (send >= 0) {
+      mark_done(j, std::max(now, ready));
+      if (rdv[send]) rendezvous_matched(send);
+    }
+  }
+
+  // Give every rank that posts a wildcard receive an OrderedMatcher.
+  void set_matching(const int8_t* kinds) {
+    ordered_of.assign(P, -1);
+    for (int64_t i = 0; i < n; ++i)
+      if (kinds[i] == RECV && (peer[i] < 0 || tag[i] < 0) && ordered_of[rank[i]] < 0) {
+        ordered_of[rank[i]] = int32_t(ordered.size());
+        ordered.emplace_back();
+      }
+  }
+  int64_t waiting_messages() const {
+    int64_t count = match->waiting_messages();
+    for (const auto& m : ordered) count += m.waiting_messages();
+    return count;
   }
 
   // -- flows ---------------------------------------------------------------------------------------
@@ -767,8 +850,10 @@ nb::dict simulate(int64_t procs, In<int8_t> kind, In<int32_t> rank, In<int32_t> 
   e.completion = completion.data();
   for (int64_t i = 0; i < n; ++i) {
     if (e.rank[i] < 0 || e.rank[i] >= procs) throw std::invalid_argument("rank out of range");
-    if ((kind.data()[i] == SEND || kind.data()[i] == RECV) && (e.peer[i] < 0 || e.peer[i] >= procs))
+    int8_t k = kind.data()[i];
+    if ((k == SEND || k == RECV) && (e.peer[i] < -int32_t(k == RECV) || e.peer[i] >= procs))
       throw std::invalid_argument("peer out of range");
+    if ((k == SEND || k == RECV) && e.tag[i] < -int32_t(k == RECV)) throw std::invalid_argument("negative tag");
   }
   if (e.flows_on) {
     int64_t nodes = int64_t(topo_parent.shape(0));
@@ -783,11 +868,12 @@ nb::dict simulate(int64_t procs, In<int8_t> kind, In<int32_t> rank, In<int32_t> 
   for (int64_t i = 0; i < n; ++i) receives += kind.data()[i] == RECV;
   Matcher matcher(receives);
   e.match = &matcher;
+  e.set_matching(kind.data());
   {
     nb::gil_scoped_release unlocked;
     e.run();
   }
-  int64_t unreceived = e.match->waiting_messages();
+  int64_t unreceived = e.waiting_messages();
   int64_t unfinished = 0, first = -1;
   for (int64_t i = 0; i < n; ++i)
     if (!e.done[i]) {

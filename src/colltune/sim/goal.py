@@ -22,9 +22,12 @@ usually given): DELAY ops their delay, copies and reductions ``costs`` (default 
 statements, labels defined before use) and more: indentation and comments after a statement.
 It makes a schedule whose only dependencies are the file's (``meta["posting_order"]`` is False),
 with each send reading SEND[0:size] and each receive writing RECV[0:size]; ``calc N`` becomes a
-DELAY of N time units.  Wildcard receives (``from -1``, ``tag -1``) and ops on a CPU or NIC
-other than 0 are rejected with the line that uses them: colltune matches exactly and simulates
-one CPU and one NIC per rank.
+DELAY of N time units.  A receive ``from -1`` or with ``tag -1`` is a wildcard
+(:data:`~colltune.schedule.ANY_SOURCE`, :data:`~colltune.schedule.ANY_TAG`): the simulator matches
+it as MPI matches ``MPI_ANY_SOURCE`` and ``MPI_ANY_TAG``, with the first message to arrive that
+fits, in posting order; such a schedule can be simulated but not verified or executed.  Ops on a
+CPU or NIC other than 0 are rejected with the line that uses them: colltune simulates one CPU and
+one NIC per rank.
 """
 
 from __future__ import annotations
@@ -162,8 +165,11 @@ def from_goal(text: str, time_unit: float = NANOSECOND, name: str = "<goal>") ->
                 raise fail(number, f"expected '{op} Nb {word} R [tag T] [cpu C] [nic N]', got {line!r}")
             size, _, other, tag_text, placement = mm.groups()
             tag_value = int(tag_text) if tag_text is not None else 0
-            if int(other) < 0 or tag_value < 0:
-                raise fail(number, "wildcard receives (-1) are not supported: colltune matches by exact source and tag")
+            if op == "send" and (int(other) < 0 or tag_value < 0):
+                raise fail(number, "a send needs a destination rank and a tag of 0 or more (-1 is a wildcard, "
+                                   "for receives only)")
+            if int(other) < -1 or tag_value < -1:
+                raise fail(number, "a receive's source and tag are 0 or more, or -1 for any")
             if int(other) >= (procs or 0):
                 raise fail(number, f"rank {other} is not below num_ranks {procs}")
             if int(other) == rank:

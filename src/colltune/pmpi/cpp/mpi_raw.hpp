@@ -59,7 +59,7 @@ struct Mpi {
   // ints), MPI_STATUS_IGNORE (= MPI_STATUSES_IGNORE), MPI_PROC_NULL, MPI_COMM_WORLD.
   int status_bytes = 0, status_source = 0, status_tag = 0;
   const void *status_ignore = nullptr;
-  int proc_null = 0;
+  int proc_null = 0, any_source = 0;  // MPI_ANY_TAG is -1 in both
   Raw world = 0;
 
   // Request ``i`` of an array of MPI_Request (an int in MPICH's ABI, a pointer in Open MPI's).
@@ -111,6 +111,7 @@ inline Mpi load_mpi() {
   m.status_tag = m.mpich ? 3 : 1;
   m.status_ignore = m.mpich ? reinterpret_cast<const void *>(1) : nullptr;
   m.proc_null = m.mpich ? -1 : -2;
+  m.any_source = m.mpich ? -2 : -1;
   m.world = m.mpich ? Raw{0x44000000} : reinterpret_cast<Raw>(dlsym(RTLD_DEFAULT, "ompi_mpi_comm_world"));
   m.ok = find(next, "PMPI_Comm_size", m.Comm_size) && find(next, "PMPI_Comm_rank", m.Comm_rank) &&
          find(next, "PMPI_Comm_test_inter", m.Comm_test_inter) && find(next, "PMPI_Type_size", m.Type_size) &&

@@ -2,8 +2,8 @@
 // program called: the eight collectives (with the algorithm that ran each and its parameters),
 // MPI_Send, MPI_Recv, MPI_Isend, MPI_Irecv, MPI_Wait, MPI_Waitall and MPI_Sendrecv, each with its
 // start and end time, sizes in bytes, peers (ranks of the call's communicator, whose world ranks
-// the record lists once) and tags.  A receive from
-// MPI_ANY_SOURCE or with MPI_ANY_TAG records the source and tag it matched (from its status).
+// the record lists once) and tags.  A receive from MPI_ANY_SOURCE or with MPI_ANY_TAG records
+// the source and tag it matched (from its status), and "any_source": true or "any_tag": true.
 // The time between two calls is the program's own work.
 //
 // DIR/rank-<world rank>.jsonl is written at MPI_Finalize (to a temporary name, then renamed), one
@@ -11,8 +11,8 @@
 //
 //   {"format": "colltune-record", "version": 1, "rank": R, "procs": P, "abi": "mpich"}
 //   {"comm": C, "ranks": [world ranks of the communicator's ranks 0, 1, ...]}   (before its first use)
-//   {"op": "send"|"recv"|"isend"|"irecv", "t0": s, "t1": s, "comm": C, "peer": R, "tag": T,
-//    "bytes": N[, "req": K]}
+//   {"op": "send"|"recv"|"isend"|"irecv", "t0": s, "t1": s, "comm": C[, "any_source": true]
+//    [, "any_tag": true], "peer": R, "tag": T, "bytes": N[, "req": K]}
 //   {"op": "sendrecv", ..., "peer": R, "tag": T, "bytes": N, "from": R, "recv_tag": T, "recv_bytes": N}
 //   {"op": "wait", "t0": s, "t1": s, "reqs": [K, ...]}
 //   {"op": "bcast"|..., "t0": s, "t1": s, "comm": C, "root": comm rank, "size": block bytes,
@@ -117,9 +117,17 @@ long long received(const void *status, Raw type, int count) {
 
 void add(Recorder &r, std::string line) { r.lines.push_back(std::move(line)); }
 
-std::string p2p(const char *op, double t0, double t1, long comm, int peer, int tag, long long n) {
+// What a receive was posted with, if it named MPI_ANY_SOURCE or MPI_ANY_TAG (before "peer", so
+// that complete_receive keeps it).
+std::string wildcards(int source, int tag) {
+  return std::string(source == mpi().any_source ? ", \"any_source\": true" : "") +
+         (tag == -1 ? ", \"any_tag\": true" : "");
+}
+
+std::string p2p(const char *op, double t0, double t1, long comm, int peer, int tag, long long n,
+                const std::string &wild = "") {
   return std::string("{\"op\": \"") + op + "\", \"t0\": " + num(t0) + ", \"t1\": " + num(t1) +
-         ", \"comm\": " + std::to_string(comm) + ", \"peer\": " + std::to_string(peer) +
+         ", \"comm\": " + std::to_string(comm) + wild + ", \"peer\": " + std::to_string(peer) +
          ", \"tag\": " + std::to_string(tag) + ", \"bytes\": " + std::to_string(n);
 }
 
@@ -238,7 +246,7 @@ COLLTUNE_EXPORT int MPI_Recv(void *buf, int count, Raw type, int source, int tag
   const long id = comm_id(r, mpi().handle(comm));
   if (id >= 0 && source != mpi().proc_null)
     add(r, p2p("recv", t0, t1, id, status_int(st, mpi().status_source), status_int(st, mpi().status_tag),
-               received(st, type, count)) + "}");
+               received(st, type, count), wildcards(source, tag)) + "}");
   return err;
 }
 
@@ -255,7 +263,8 @@ int start_p2p(bool send, void *buf, int count, Raw type, int peer, int tag, Raw 
   if (id < 0 || peer == m.proc_null || err != 0) return err;
   const long req = r.next_request++;
   r.requests[m.request(request, 0)] = req;
-  add(r, p2p(send ? "isend" : "irecv", t0, t1, id, peer, tag, bytes(count, type)) + ", \"req\": " +
+  add(r, p2p(send ? "isend" : "irecv", t0, t1, id, peer, tag, bytes(count, type), send ? "" : wildcards(peer, tag)) +
+             ", \"req\": " +
              std::to_string(req) + "}");
   if (!send) r.receives[req] = Recorder::Receive{r.lines.size() - 1, type, count};
   return err;
@@ -333,7 +342,8 @@ COLLTUNE_EXPORT int MPI_Sendrecv(const void *sendbuf, int sendcount, Raw sendtyp
   const long id = comm_id(r, mpi().handle(comm));
   if (id < 0) return err;
   const int from = source == mpi().proc_null ? -1 : status_int(st, mpi().status_source);
-  add(r, p2p("sendrecv", t0, t1, id, dest == mpi().proc_null ? -1 : dest, sendtag, bytes(sendcount, sendtype)) +
+  add(r, p2p("sendrecv", t0, t1, id, dest == mpi().proc_null ? -1 : dest, sendtag, bytes(sendcount, sendtype),
+             from < 0 ? "" : wildcards(source, recvtag)) +
              ", \"from\": " + std::to_string(from) + ", \"recv_tag\": " +
              std::to_string(from < 0 ? 0 : status_int(st, mpi().status_tag)) + ", \"recv_bytes\": " +
              std::to_string(from < 0 ? 0 : received(st, recvtype, recvcount)) + "}");
