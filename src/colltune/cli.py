@@ -66,7 +66,9 @@ from colltune.tune import (
     write_table,
 )
 from colltune.tune.bench import Predictor
+from colltune.tune.cli import bench_library
 from colltune.tune.export import libraries_markdown, mpich_text, openmpi_json_text, openmpi_rules
+from colltune.tune.library_bench import LIBRARIES
 from colltune.units import format_seconds, parse_bytes, parse_int_list, parse_size_list
 
 NATIVE_NOTE = ("`native` (runtime only): the MPI library's own collective, called through mpi4py; "
@@ -868,12 +870,51 @@ def _print_tune(table: DecisionTable, output: str, files: dict[str, str | None],
 @click.option("--output", "-o", required=True, type=click.Path(dir_okay=False), help="Results file (JSON) to write.")
 @click.option("--plot", "plot_file", type=click.Path(dir_okay=False),
               help="Also draw time against size, predicted beside measured (PNG).")
+@click.option("--library", type=click.Choice(LIBRARIES),
+              help="Instead: time a C client (OSU-like) under this MPI library, with its defaults and with the "
+                   "table exported to its own file; not under mpiexec, it starts the jobs itself.")
+@click.option("--procs", "-n", type=click.IntRange(min=1),
+              help="--library: ranks of the client [default: one per host of --testbed].")
+@click.option("--testbed", "testbed_name", metavar="NAME",
+              help="--library: run the client on this testbed (colltune testbed up) instead of locally.")
+@click.option("--rounds", default=3, show_default=True, type=click.IntRange(min=1),
+              help="--library: rounds of (defaults, with the file); each cell keeps the median.")
+@click.option("--mpicc", type=click.Path(dir_okay=False), help="--library: the library's compiler wrapper.")
+@click.option("--mpiexec", "launcher", type=click.Path(dir_okay=False), help="--library: the library's launcher.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 def bench_cmd(table_spec: str | None, collectives: tuple[str, ...], sizes: str | None, max_size: str, reps: int,
               warmup: int, profile_spec: str | None, method: str, model: str | None, output: str,
-              plot_file: str | None, as_json: bool) -> None:
+              plot_file: str | None, library: str | None, procs: int | None, testbed_name: str | None, rounds: int,
+              mpicc: str | None, launcher: str | None, as_json: bool) -> None:
     """Time the decision table's chosen algorithms and native over a grid of sizes in this MPI job
-    (run under mpiexec -n P); write the results and, on request, a figure of predicted beside measured."""
+    (run under mpiexec -n P); write the results and, on request, a figure of predicted beside measured.
+
+    With --library mpich|openmpi, time instead what the table gains a C program: an OSU-like client
+    under that library, as it comes and with the table exported to the library's own file.
+    """
+    if library is not None:
+        if profile_spec or plot_file or model or method != "model":
+            raise click.UsageError("--library times the library itself: --profile, --method, --model and --plot "
+                                   "do not apply")
+        if not table_spec:
+            raise click.UsageError(f"bench needs a decision table: --table FILE or {TABLE_ENV}")
+        if procs is None and testbed_name is None:
+            raise click.UsageError("--library: give the ranks with -n (or --testbed NAME for one per host)")
+        problem = _unwritable(output)
+        if problem:
+            raise click.UsageError(problem)
+        try:
+            size_list = parse_size_list(sizes) if sizes else grid_sizes(parse_bytes(max_size))
+        except ColltuneError as exc:
+            raise click.UsageError(f"{'--sizes' if sizes else '--max-size'}: {exc}") from None
+        if testbed_name is not None:
+            testbed.net.require_root()
+        colls = _collectives(collectives, [])
+        bench_library(library, table_spec, colls, size_list, reps, warmup, rounds, procs, testbed_name, mpicc,
+                      launcher, output, as_json)
+        return
+    if procs is not None or testbed_name is not None or mpicc or launcher or rounds != 3:
+        raise click.UsageError("-n, --testbed, --rounds, --mpicc and --mpiexec go with --library")
     from mpi4py import MPI
 
     from colltune.tune.measure import bench

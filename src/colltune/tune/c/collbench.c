@@ -1,0 +1,130 @@
+/* collbench: time MPI collectives as the OSU micro-benchmarks do, for `colltune bench --library`.
+ *
+ * Usage: collbench COLLECTIVES SIZES WARMUP ITERATIONS [LARGE_ITERATIONS [LARGE_FROM]]
+ *   COLLECTIVES  comma-separated: bcast, scatter, gather, allgather, alltoall, reduce, allreduce,
+ *                barrier
+ *   SIZES        comma-separated block sizes in bytes (the bytes one rank sends to or receives
+ *                from one other rank; ignored by barrier, which runs once at size 0)
+ *   WARMUP       untimed calls before the timed ones
+ *   ITERATIONS   timed calls per size; LARGE_ITERATIONS (default ITERATIONS) from LARGE_FROM bytes
+ *                (default 65536) on, as OSU uses fewer iterations for large messages
+ *
+ * For each collective and size every rank times each call alone (MPI_Wtime around the call, an
+ * MPI_Barrier between calls, as OSU does), and the program prints one line per (collective, size):
+ *
+ *   collective size max_avg min_avg avg_avg iterations
+ *
+ * where max_avg is the slowest rank's average time per call in seconds (the figure colltune
+ * compares), min_avg the fastest rank's and avg_avg the ranks' mean.  Rooted collectives use root
+ * 0.  Reductions sum MPI_FLOAT elements (size / 4 of them) when size is a multiple of 4, else
+ * MPI_UNSIGNED_CHAR.  Buffers are initialised once and results are not checked: this is a timing
+ * client; tests/mpi checks results.
+ *
+ * The program asks for MPI_THREAD_MULTIPLE: under it MPICH yields the processor while it waits,
+ * where under MPI_THREAD_SINGLE it spins, which on a machine with fewer cores than ranks (the
+ * emulated testbed runs 8 ranks on 2 cores) costs milliseconds per call and measures the
+ * scheduler, not the network.  Set COLLBENCH_THREAD_SINGLE=1 to init with MPI_Init instead.
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_ITEMS = 256 };
+
+static int split(char *text, char **items) {
+  int n = 0;
+  for (char *tok = strtok(text, ","); tok && n < MAX_ITEMS; tok = strtok(NULL, ",")) items[n++] = tok;
+  return n;
+}
+
+static void usage(int rank, const char *why) {
+  if (rank == 0)
+    fprintf(stderr, "collbench: %s\nusage: collbench COLLECTIVES SIZES WARMUP ITERATIONS [LARGE_ITERATIONS "
+                    "[LARGE_FROM]]\n", why);
+  MPI_Abort(MPI_COMM_WORLD, 2);
+}
+
+static int call(const char *coll, void *send, void *recv, int count, MPI_Datatype type, MPI_Datatype rtype,
+                int rcount, MPI_Comm comm) {
+  if (!strcmp(coll, "bcast")) return MPI_Bcast(recv, count, type, 0, comm);
+  if (!strcmp(coll, "scatter")) return MPI_Scatter(send, count, type, recv, count, type, 0, comm);
+  if (!strcmp(coll, "gather")) return MPI_Gather(send, count, type, recv, count, type, 0, comm);
+  if (!strcmp(coll, "allgather")) return MPI_Allgather(send, count, type, recv, count, type, comm);
+  if (!strcmp(coll, "alltoall")) return MPI_Alltoall(send, count, type, recv, count, type, comm);
+  if (!strcmp(coll, "reduce")) return MPI_Reduce(send, recv, rcount, rtype, MPI_SUM, 0, comm);
+  if (!strcmp(coll, "allreduce")) return MPI_Allreduce(send, recv, rcount, rtype, MPI_SUM, comm);
+  return MPI_Barrier(comm);
+}
+
+static int known(const char *coll) {
+  static const char *names[] = {"bcast", "scatter", "gather", "allgather", "alltoall", "reduce", "allreduce",
+                                "barrier"};
+  for (size_t i = 0; i < sizeof names / sizeof *names; ++i)
+    if (!strcmp(coll, names[i])) return 1;
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  const char *single = getenv("COLLBENCH_THREAD_SINGLE");
+  if (single && !strcmp(single, "1")) {
+    MPI_Init(&argc, &argv);
+  } else {
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  }
+  int rank, procs;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &procs);
+  if (argc < 5 || argc > 7) usage(rank, "wrong number of arguments");
+  char *colls[MAX_ITEMS], *size_text[MAX_ITEMS];
+  const int ncolls = split(argv[1], colls), nsizes = split(argv[2], size_text);
+  const long warmup = atol(argv[3]), iterations = atol(argv[4]);
+  const long large_iterations = argc > 5 ? atol(argv[5]) : iterations;
+  const long large_from = argc > 6 ? atol(argv[6]) : 65536;
+  if (warmup < 0 || iterations < 1 || large_iterations < 1) usage(rank, "WARMUP must be >= 0, ITERATIONS >= 1");
+  long sizes[MAX_ITEMS], largest = 0;
+  for (int i = 0; i < nsizes; ++i) {
+    char *end;
+    sizes[i] = strtol(size_text[i], &end, 10);
+    if (*end || sizes[i] < 0 || sizes[i] > (1L << 30)) usage(rank, "a size is not a byte count from 0 to 2^30");
+    if (sizes[i] > largest) largest = sizes[i];
+  }
+  for (int c = 0; c < ncolls; ++c)
+    if (!known(colls[c])) usage(rank, "unknown collective");
+  const size_t bytes = (size_t)largest * (size_t)procs + 64;
+  char *send = malloc(bytes), *recv = malloc(bytes);
+  if (!send || !recv) usage(rank, "out of memory");
+  for (size_t i = 0; i < bytes; ++i) send[i] = (char)(i * 7 + rank), recv[i] = 0;
+  for (int c = 0; c < ncolls; ++c) {
+    const int barrier = !strcmp(colls[c], "barrier");
+    for (int s = 0; s < (barrier ? 1 : nsizes); ++s) {
+      const long size = barrier ? 0 : sizes[s];
+      const int floats = size % 4 == 0;
+      const MPI_Datatype rtype = floats ? MPI_FLOAT : MPI_UNSIGNED_CHAR;
+      const int rcount = (int)(floats ? size / 4 : size);
+      const long n = size >= large_from ? large_iterations : iterations;
+      double total = 0;
+      MPI_Barrier(MPI_COMM_WORLD);
+      for (long i = 0; i < warmup + n; ++i) {
+        const double t0 = MPI_Wtime();
+        call(colls[c], send, recv, (int)size, MPI_BYTE, rtype, rcount, MPI_COMM_WORLD);
+        const double t1 = MPI_Wtime();
+        if (i >= warmup) total += t1 - t0;
+        MPI_Barrier(MPI_COMM_WORLD);
+      }
+      double avg = total / (double)n, worst, best, sum;
+      MPI_Reduce(&avg, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+      MPI_Reduce(&avg, &best, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
+      MPI_Reduce(&avg, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+      if (rank == 0) {
+        printf("%s %ld %.9e %.9e %.9e %ld\n", colls[c], size, worst, best, sum / procs, n);
+        fflush(stdout);
+      }
+    }
+  }
+  free(send);
+  free(recv);
+  MPI_Finalize();
+  return 0;
+}

