@@ -97,3 +97,30 @@ def test_client_output_parsing_skips_chatter_and_names_bad_lines() -> None:
     assert list(got) == [("bcast", 4096)] and got[("bcast", 4096)].slowest == 1.5e-05
     with pytest.raises(LibraryBenchError, match="line 1: cannot read"):
         parse_output("bcast 4096 fast 1 1 10\n")
+
+
+def test_forced_runs_cover_every_catalogued_algorithm_that_can_run() -> None:
+    from colltune.tune.library_bench import forced_label, forced_runs
+    from colltune.tune.targets import MPICH_ALGORITHMS
+
+    for procs in (3, 4):
+        runs = forced_runs("mpich", list(COLLECTIVES), procs)
+        seen = {(c, name) for run in runs for c, (name, _) in run.items()}
+        pow2_only = {k for k, a in MPICH_ALGORITHMS.items() if a.pow2_only}
+        assert seen == set(MPICH_ALGORITHMS) - (pow2_only if procs == 3 else set())
+        labels = [forced_label(*run["bcast"]) for run in runs if "bcast" in run]
+        assert len(labels) == len(set(labels))  # every bcast variant once
+        assert "pipelined_tree(chunk_size=8192, k=1, tree_type=kary)" in labels
+
+
+def test_forced_mode_times_each_of_mpichs_algorithms(table: Path, tmp_path: Path) -> None:
+    out = tmp_path / "lib.json"
+    res = colltune("bench", "--library", "mpich", "--table", str(table), "-n", "3", "--sizes", "4096", "--reps", "2",
+                   "--rounds", "1", "--forced", "-c", "bcast", "-c", "allreduce", "-o", str(out), "--json")
+    assert res.returncode == 0, res.stderr[-3000:]
+    cells = {c.collective: c for c in read_library_bench(out).cells}
+    assert set(cells["allreduce"].forced) == {"recursive_doubling", "reduce_scatter_allgather", "ring"}
+    assert "tree(k=2, tree_type=kary)" in cells["bcast"].forced
+    assert cells["bcast"].best_forced[1] == min(cells["bcast"].forced.values())
+    summary = json.loads(res.stdout)["collectives"]["bcast"]
+    assert summary["over_best_forced"]["4096"] == pytest.approx(cells["bcast"].tuned / cells["bcast"].best_forced[1])

@@ -21,14 +21,17 @@ from colltune.profiles import load_profile
 from colltune.profiles.format import Provenance
 from colltune.tune import NATIVE, ModelPricer, TableError, Tuner, build_table, read_table, write_table
 from colltune.tune.export import (
+    MAX_PER_PROCS,
     MPICH_AVG,
     OPENMPI_SKIPPED,
     libraries_markdown,
     mpich_json,
+    mpich_text,
     openmpi_json,
     openmpi_rules,
 )
 from colltune.tune.libraries import OPENMPI, OPENMPI_IDS
+from colltune.tune.table import fixed_table
 
 MPI_DIR = Path(__file__).parent / "mpi"
 MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
@@ -304,3 +307,16 @@ def test_measure_refuses_procs(tmp_path):
                        "--procs", "4", "-o", str(tmp_path / "m.json")], 120, "tune --method measure --procs")
     assert res.returncode == 2 and res.stderr.count("drop --procs") == 1
     assert not (tmp_path / "m.json").exists()
+
+
+def test_a_block_over_many_process_counts_exports_compactly_or_not_at_all():
+    """A one-rule block is written once whatever its range (a forced table spans 1..2^20 ranks);
+    a block with size rules, whose boundaries move with P for total-size keys, is written per
+    process count, and refused over more counts than the files can sensibly list."""
+    forced = fixed_table({c: (NATIVE, {}) for c in ("bcast", "scatter", "gather", "allgather", "alltoall")}, "tests")
+    assert len(mpich_text(forced)[0]) < 100_000 and len(openmpi_rules(forced)[0]) < 10_000
+    wide = every_algorithm_table(procs_max=MAX_PER_PROCS + 1)
+    with pytest.raises(TableError, match="writes once per process count"):
+        mpich_json(wide)
+    with pytest.raises(TableError, match="writes once per process count"):
+        openmpi_rules(wide)

@@ -69,6 +69,7 @@ from colltune.tune.bench import Predictor
 from colltune.tune.cli import bench_library
 from colltune.tune.export import libraries_markdown, mpich_text, openmpi_json_text, openmpi_rules
 from colltune.tune.library_bench import LIBRARIES
+from colltune.tune.targets import TARGETS
 from colltune.units import format_seconds, parse_bytes, parse_int_list, parse_size_list
 
 NATIVE_NOTE = ("`native` (runtime only): the MPI library's own collective, called through mpi4py; "
@@ -715,20 +716,33 @@ def _export_files(table: DecisionTable, files: dict[str, str | None]) -> list[st
 @click.option("--openmpi-rules", type=click.Path(dir_okay=False), help="Also write an Open MPI coll/tuned rules file.")
 @click.option("--openmpi-json", type=click.Path(dir_okay=False), help="Also write Open MPI 6's JSON rules file.")
 @click.option("--mpich-json", type=click.Path(dir_okay=False), help="Also write an MPICH selection JSON file.")
+@click.option("--library", "target", type=click.Choice(["colltune", *TARGETS]), default="colltune",
+              show_default=True,
+              help="Whose algorithms to choose among: colltune's own (run by colltune, exported as the nearest "
+                   "library equivalents), or the MPI library's own (exported exactly as decided).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 def tune_cmd(profile_spec: str | None, method: str, model: str | None, collectives: tuple[str, ...],
              procs: str | None, max_size: str | None, reps: int, warmup: int, output: str,
-             openmpi_rules: str | None, openmpi_json: str | None, mpich_json: str | None, as_json: bool) -> None:
+             openmpi_rules: str | None, openmpi_json: str | None, mpich_json: str | None, target: str,
+             as_json: bool) -> None:
     """Choose the fastest algorithm for every collective, process count and size; write the decision
     table and, on request, the same decisions as Open MPI and MPICH files."""
     files = {"openmpi_rules": openmpi_rules, "openmpi_json": openmpi_json, "mpich_json": mpich_json}
     colls = _collectives(collectives, list(COLLECTIVES))
+    if target != "colltune":
+        if method == "measure":
+            raise click.UsageError(f"--library {target} prices the library's algorithms by their schedules; "
+                                   f"timing them (forcing {target} to run each) is not built yet: use --method "
+                                   f"model or simulate")
+        other = [f"--{k.replace('_', '-')}" for k, v in files.items() if v and not k.startswith(target)]
+        if other:
+            raise click.UsageError(f"a table of {target}'s own algorithms exports to {target} only, not {other[0]}")
     if method == "measure":
         table = _tune_measure(colls, procs, max_size, reps, warmup, output, files)
         if table is None:
             return
     else:
-        table = _tune_offline(profile_spec, method, model, colls, procs, max_size, output, files)
+        table = _tune_offline(profile_spec, method, model, colls, procs, max_size, output, files, target)
     try:
         write_table(table, output)
         notes = _export_files(table, files)
@@ -768,7 +782,8 @@ def _pricer(profile: Profile, method: str, model: str | None) -> tuple[ModelPric
 
 
 def _tune_offline(profile_spec: str | None, method: str, model: str | None, colls: list[str], procs: str | None,
-                  max_size: str | None, output: str, files: dict[str, str | None]) -> DecisionTable:
+                  max_size: str | None, output: str, files: dict[str, str | None],
+                  target: str = "colltune") -> DecisionTable:
     problem = _unwritable_any([output, *files.values()])
     if problem:
         raise click.UsageError(problem)
@@ -781,7 +796,8 @@ def _tune_offline(profile_spec: str | None, method: str, model: str | None, coll
             raise click.UsageError("--procs: process counts start at 1")
         largest = parse_bytes(max_size or "4MiB")
         pricer, name = _pricer(profile, method, model)
-        provenance = Provenance(source=f"colltune tune --method {method} --model {name} --profile {profile_spec}",
+        provenance = Provenance(source=f"colltune tune --method {method} --model {name} --profile {profile_spec}"
+                                       + (f" --library {target}" if target != "colltune" else ""),
                                 date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                                 colltune_version=__version__,
                                 notes=(f"native priced as {NATIVE_SOURCE}",))
@@ -791,7 +807,7 @@ def _tune_offline(profile_spec: str | None, method: str, model: str | None, coll
             task = bar.add_task(f"tuning ({method})", total=total)
             return build_table(pricer, method, colls, procs_list, largest, provenance,  # type: ignore[arg-type]
                                model=name, profile=profile.name, time_unit=profile.time_unit,
-                               native=NATIVE_SOURCE, progress=lambda: bar.advance(task))
+                               native=NATIVE_SOURCE, progress=lambda: bar.advance(task), library=target)
     except ColltuneError as exc:
         raise click.UsageError(str(exc)) from None
 
@@ -879,13 +895,16 @@ def _print_tune(table: DecisionTable, output: str, files: dict[str, str | None],
               help="--library: run the client on this testbed (colltune testbed up) instead of locally.")
 @click.option("--rounds", default=3, show_default=True, type=click.IntRange(min=1),
               help="--library: rounds of (defaults, with the file); each cell keeps the median.")
+@click.option("--forced", is_flag=True,
+              help="--library: also force each of the library's own algorithms in every round, to compare the "
+                   "exported choice with the best of them.")
 @click.option("--mpicc", type=click.Path(dir_okay=False), help="--library: the library's compiler wrapper.")
 @click.option("--mpiexec", "launcher", type=click.Path(dir_okay=False), help="--library: the library's launcher.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 def bench_cmd(table_spec: str | None, collectives: tuple[str, ...], sizes: str | None, max_size: str, reps: int,
               warmup: int, profile_spec: str | None, method: str, model: str | None, output: str,
               plot_file: str | None, library: str | None, procs: int | None, testbed_name: str | None, rounds: int,
-              mpicc: str | None, launcher: str | None, as_json: bool) -> None:
+              forced: bool, mpicc: str | None, launcher: str | None, as_json: bool) -> None:
     """Time the decision table's chosen algorithms and native over a grid of sizes in this MPI job
     (run under mpiexec -n P); write the results and, on request, a figure of predicted beside measured.
 
@@ -911,10 +930,10 @@ def bench_cmd(table_spec: str | None, collectives: tuple[str, ...], sizes: str |
             testbed.net.require_root()
         colls = _collectives(collectives, [])
         bench_library(library, table_spec, colls, size_list, reps, warmup, rounds, procs, testbed_name, mpicc,
-                      launcher, output, as_json)
+                      launcher, output, as_json, forced)
         return
-    if procs is not None or testbed_name is not None or mpicc or launcher or rounds != 3:
-        raise click.UsageError("-n, --testbed, --rounds, --mpicc and --mpiexec go with --library")
+    if procs is not None or testbed_name is not None or mpicc or launcher or rounds != 3 or forced:
+        raise click.UsageError("-n, --testbed, --rounds, --forced, --mpicc and --mpiexec go with --library")
     from mpi4py import MPI
 
     from colltune.tune.measure import bench

@@ -9,6 +9,7 @@ from mpi4py import MPI
 from raised import messages_of
 
 import colltune
+from colltune.tune.table import fixed_table
 
 comm = MPI.COMM_WORLD
 P, me = comm.Get_size(), comm.Get_rank()
@@ -54,6 +55,9 @@ if P > 1:
     mine = np.zeros(4 + (me == 1), dtype=np.int32)
     expect_error("block sizes differ", lambda: colltune.allgather(mine, np.zeros(len(mine) * P, np.int32)),
                  "size in bytes")
+mpich_table = fixed_table({"bcast": ("binomial", {})}, "tests", library="mpich")
+expect_error("a table of MPICH's own algorithms", lambda: colltune.bcast(buf, algorithm="auto", table=mpich_table),
+             "mpich's own algorithms")
 comm.Barrier()
 if me == 0:
     print(f"errors_check: P={P}: every error raised on every rank")

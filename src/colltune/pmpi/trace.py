@@ -32,9 +32,11 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from colltune.algorithms import REGISTRY
 from colltune.collectives import COLLECTIVES, Problem
 from colltune.errors import ColltuneError
+from colltune.models import Unavailable
 from colltune.schedule import REDUCTION_DTYPES, REDUCTION_OPS, Buf, Kind, Region, Schedule, ScheduleBuilder
 from colltune.tune.native import native_equivalent
 from colltune.tune.table import NATIVE, DecisionTable
+from colltune.tune.targets import library_algorithm
 
 FORMAT = "colltune-record"
 VERSION = 1
@@ -211,6 +213,11 @@ def _collective_schedule(event: Collective, procs: int, table: DecisionTable | N
     algorithm, params = event.algorithm, dict(event.params)
     if table is not None:
         algorithm, params = table.lookup(coll, procs, size)
+        if table.library != "colltune" and algorithm != NATIVE:  # the library's algorithm, as the tuner priced it
+            try:
+                algorithm, params = library_algorithm(table.library, coll, algorithm).equivalent(procs, size, params)
+            except Unavailable:  # a precondition the library checks: it runs its default
+                algorithm, params = NATIVE, {}
     if algorithm == NATIVE:
         algorithm, params = native_equivalent(coll, procs, size)
     key = (coll, algorithm, json.dumps(params, sort_keys=True), procs, event.root, size)

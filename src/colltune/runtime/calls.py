@@ -261,6 +261,10 @@ def decide(call: Call) -> Decision:
             table = active_table(where)
         else:
             table = call.table
+        if table.library != "colltune":
+            raise ParameterError(f"{where if kind == 'file' else 'the table'}: it decides among {table.library}'s own "
+                                 f"algorithms (colltune tune --library {table.library}), which colltune does not run; "
+                                 f"export it for {table.library} instead (colltune tune --mpich-json)")
         algorithm, params = table.lookup(call.collective, call.procs, problem.size)
         if algorithm != NATIVE and REGISTRY.get(call.collective, algorithm).needs_commutative \
                 and not problem.commutative:

@@ -11,6 +11,10 @@ libraries key on their own message size, which the export converts to:
 * MPICH (``MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE``): ``avg_msg_size`` (``m``) for allreduce,
   bcast, reduce and alltoall, where MPICH defines it; ``total_msg_size`` (``P*m``) elsewhere.
 
+A table tuned for MPICH's own algorithms (``library`` ``"mpich"``, :mod:`colltune.tune.targets`)
+is written as decided: each rule's container with its parameters, nothing substituted; it
+cannot be exported to Open MPI.
+
 ``native`` rules become the library's own choice: Open MPI's fixed rules (algorithm 0), and in
 MPICH a subtree with MPICH's default decisions (:func:`mpich_default`).  Every mapping that is
 only the nearest equivalent (:mod:`colltune.tune.libraries`) is reported in the returned notes.
@@ -22,7 +26,8 @@ import json
 from typing import Any
 
 from colltune.tune.libraries import MPICH, OPENMPI, OPENMPI_IDS, MPICHAlgorithm
-from colltune.tune.table import NATIVE, Block, DecisionTable, Rule
+from colltune.tune.table import NATIVE, Block, DecisionTable, Rule, TableError
+from colltune.tune.targets import MPICH_ALGORITHMS
 
 #: Left to Open MPI's fixed rules: a rules file cannot test for a non-commutative operation, and
 #: several of Open MPI's reduce and allreduce algorithms then combine out of rank order (seen with
@@ -47,11 +52,21 @@ def _note(notes: list[str], library: str, collective: str, algorithm: str, targe
             notes.append(line)
 
 
+#: Most process counts one block may be written out for, one by one (the files list them all).
+MAX_PER_PROCS = 4096
+
+
 def _procs_blocks(blocks: tuple[Block, ...], per_procs: bool) -> list[tuple[int, int, Block]]:
-    """``(procs_min, procs_max, block)``; one entry per process count if ``per_procs``."""
+    """``(procs_min, procs_max, block)``; if ``per_procs`` (the library's size is the whole buffer,
+    so a size boundary moves with P), one entry per process count for a block with size
+    boundaries: at most :data:`MAX_PER_PROCS` of them."""
     out = []
     for b in blocks:
-        if per_procs:
+        if per_procs and len(b.rules) > 1:
+            if b.procs_max - b.procs_min >= MAX_PER_PROCS:
+                raise TableError(f"a block for {b.procs_min}-{b.procs_max} processes has size rules, which this "
+                                 f"export writes once per process count; tune at the process counts you run "
+                                 f"(at most {MAX_PER_PROCS} per block)")
             out += [(p, p, b) for p in range(b.procs_min, b.procs_max + 1)]
         else:
             out.append((b.procs_min, b.procs_max, b))
@@ -80,7 +95,15 @@ def _ompi_sizes(collective: str, block: Block, procs: int) -> list[tuple[int, Ru
     return out
 
 
+def _require_library(table: DecisionTable, library: str, label: str) -> None:
+    """A table tuned for one library's own algorithms exports to that library only."""
+    if table.library not in ("colltune", library):
+        raise TableError(f"the table decides among {table.library}'s own algorithms (colltune tune --library "
+                         f"{table.library}); it exports to {table.library} only, not to {label}")
+
+
 def _openmpi_collectives(table: DecisionTable, notes: list[str]) -> list[str]:
+    _require_library(table, "openmpi", "Open MPI")
     out = []
     for coll, blocks in table.collectives.items():
         if coll in OPENMPI_SKIPPED and blocks:
@@ -189,9 +212,27 @@ def _guard_pof2(collective: str, algorithm: str, fallback: str) -> dict[str, Any
             "is_op_built_in=no": _mpich_leaf(collective, fallback, {})}
 
 
-def _mpich_branch(collective: str, rule: Rule, procs_max: int, notes: list[str]) -> dict[str, Any]:
+def _mpich_own(collective: str, rule: Rule) -> dict[str, Any]:
+    """A rule of a table tuned for MPICH's own algorithms, as decided; MPICH's own preconditions
+    kept (its reduce-scatter fallbacks; a power-of-two-only container elsewhere gives MPICH's
+    default decision)."""
+    a = MPICH_ALGORITHMS[(collective, rule.algorithm)]
+    if a.reduce_scatter_fallback:
+        return _guard_pof2(collective, a.name, a.reduce_scatter_fallback)
+    leaf = _mpich_leaf(collective, a.name, {**a.fixed, **rule.params})
+    if (collective, a.name) == ("allreduce", "ring"):
+        return {"is_commutative=yes": leaf, "is_commutative=no": _mpich_leaf(collective, "recursive_doubling", {})}
+    if a.pow2_only:
+        return {"comm_size=pow2": leaf, "comm_size=any": mpich_default(collective)}
+    return leaf
+
+
+def _mpich_branch(collective: str, rule: Rule, procs_max: int, notes: list[str],
+                  own: bool = False) -> dict[str, Any]:
     if rule.algorithm == NATIVE:
         return mpich_default(collective)
+    if own:
+        return _mpich_own(collective, rule)
     m: MPICHAlgorithm = MPICH[(collective, rule.algorithm)]
     _note(notes, "MPICH", collective, rule.algorithm, f"MPIR_{_cap(collective)}_intra_{m.name}", m.exact, m.note)
     params = dict(m.params)
@@ -210,15 +251,16 @@ def _mpich_branch(collective: str, rule: Rule, procs_max: int, notes: list[str])
     return _mpich_leaf(collective, m.name, params)
 
 
-def _mpich_sizes(collective: str, block: Block, procs: int, procs_max: int, notes: list[str]) -> dict[str, Any]:
+def _mpich_sizes(collective: str, block: Block, procs: int, procs_max: int, notes: list[str],
+                 own: bool) -> dict[str, Any]:
     if collective == "barrier":
-        return _mpich_branch(collective, block.rules[0], procs_max, notes)
+        return _mpich_branch(collective, block.rules[0], procs_max, notes, own)
     avg = collective in MPICH_AVG
     key, scale = ("avg_msg_size", 1) if avg else ("total_msg_size", procs)
     out: dict[str, Any] = {}
     for r in block.rules:
         cond = f"{key}=any" if r.size_max is None else f"{key}<={r.size_max * scale}"
-        out[cond] = _mpich_branch(collective, r, procs_max, notes)
+        out[cond] = _mpich_branch(collective, r, procs_max, notes, own)
     return out
 
 
@@ -292,6 +334,8 @@ def mpich_json(table: DecisionTable) -> tuple[dict[str, Any], list[str]]:
     """The MPICH selection tree for ``MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE``: every collective
     MPICH selects for (MPICH asserts when a called one has no branch), the tuned ones from the
     table and the others with one safe algorithm each; and the notes on nearest equivalents."""
+    _require_library(table, "mpich", "MPICH")
+    own = table.library == "mpich"
     notes: list[str] = []
     tree: dict[str, Any] = {}
     for coll, inter in _MPICH_INTER.items():
@@ -303,7 +347,7 @@ def mpich_json(table: DecisionTable) -> tuple[dict[str, Any], list[str]]:
         if blocks and blocks[0].procs_min > 1:
             intra[f"comm_size<={blocks[0].procs_min - 1}"] = default
         for lo, hi, block in _procs_blocks(blocks, coll not in MPICH_AVG and coll != "barrier"):
-            body = _mpich_sizes(coll, block, lo, hi, notes)
+            body = _mpich_sizes(coll, block, lo, hi, notes, own)
             intra[f"comm_size<={hi}"] = _inplace_guard(body) if coll == "alltoall" else body
         intra["comm_size=any"] = default
         tree[f"collective={coll}"] = {"comm_type=intra": intra, "comm_type=inter": {f"algorithm={inter}": {}}}

@@ -13,7 +13,10 @@ comes (its defaults) and once with the decision table exported to the library's 
 
 The two alternate over ``rounds`` rounds (default first, then tuned, in every round) and each
 (collective, size) keeps the median over the rounds of the slowest rank's average, so that a
-slow spell of the machine falls on both.  The results file (format ``colltune-library-bench``,
+slow spell of the machine falls on both.  With ``forced``, every round then runs the client once
+per algorithm of the library's own that colltune knows (:mod:`colltune.tune.targets`), forced
+through a file that selects it at every size, so that the exported choice can be compared with
+the best the library has.  The results file (format ``colltune-library-bench``,
 version 1) keeps times in seconds with their provenance; speedup is default / tuned.
 """
 
@@ -40,7 +43,7 @@ from colltune.files import parse_record, read_json, write_atomic
 from colltune.models import ParamSet
 from colltune.profiles.format import Provenance
 from colltune.tune.export import mpich_text, openmpi_rules
-from colltune.tune.table import DecisionTable
+from colltune.tune.table import DecisionTable, fixed_table
 
 FORMAT = "colltune-library-bench"
 VERSION = 1
@@ -204,7 +207,8 @@ def run_client(exe: Path, tools: Toolchain, procs: int | None, collectives: Sequ
 
 class Cell(ParamSet):
     """One collective at one block size: the median over the rounds of the slowest rank's average
-    time per call (seconds), with the library's defaults and with the exported file."""
+    time per call (seconds), with the library's defaults, with the exported file and, with
+    ``forced``, with each of the library's own algorithms forced."""
 
     collective: str
     size: int = Field(ge=0, description="block size in bytes")
@@ -213,11 +217,21 @@ class Cell(ParamSet):
     default_rounds: tuple[float, ...] = Field(description="each round's figure, seconds")
     tuned_rounds: tuple[float, ...]
     iterations: int = Field(ge=1, description="timed calls per run")
+    forced: dict[str, float] = Field(default_factory=dict,
+                                     description="the library's own algorithms forced, by label: median seconds")
 
     @property
     def speedup(self) -> float:
         """default / tuned: above 1 where the exported file is faster."""
         return self.default / self.tuned
+
+    @property
+    def best_forced(self) -> tuple[str, float] | None:
+        """The fastest forced algorithm and its time, None without forced runs."""
+        if not self.forced:
+            return None
+        label = min(self.forced, key=self.forced.__getitem__)
+        return label, self.forced[label]
 
 
 class LibraryBench(ParamSet):
@@ -246,26 +260,81 @@ def geomean(values: Sequence[float]) -> float:
     return math.exp(statistics.fmean(math.log(v) for v in values))
 
 
+#: Chunk sizes (bytes) at which a pipelined algorithm is forced: MPICH's default chunk
+#: (MPIR_CVAR_BCAST_TREE_PIPELINE_CHUNK_SIZE, 8192) and a large one.
+FORCED_CHUNKS = (8192, 65536)
+
+
+def forced_runs(library: str, collectives: Sequence[str], procs: int) -> list[dict[str, tuple[str, dict]]]:
+    """The runs that force each of ``library``'s algorithms (:mod:`colltune.tune.targets`) that
+    can run on ``procs`` ranks, every collective at once: run i forces the i-th algorithm of each
+    collective that has one.  Pipelined ones are forced at :data:`FORCED_CHUNKS`."""
+    from colltune.models import Unavailable
+    from colltune.tune.targets import TARGETS
+
+    per: dict[str, list[tuple[str, dict]]] = {}
+    for coll in collectives:
+        for (c, name), a in TARGETS[library].items():
+            if c != coll:
+                continue
+            for params in a.variants(procs, max(FORCED_CHUNKS)):
+                if "chunk_size" in params and params["chunk_size"] not in FORCED_CHUNKS:
+                    continue
+                try:
+                    a.equivalent(procs, max(FORCED_CHUNKS), params)
+                except Unavailable:
+                    continue
+                per.setdefault(coll, []).append((name, params))
+    longest = max((len(v) for v in per.values()), default=0)
+    return [{c: v[i] for c, v in per.items() if i < len(v)} for i in range(longest)]
+
+
+def forced_label(name: str, params: dict) -> str:
+    """``tree(k=2, tree_type=kary)``: how a forced algorithm is named in the results."""
+    return name + (f"({', '.join(f'{k}={v}' for k, v in sorted(params.items()))})" if params else "")
+
+
 def library_bench(table: DecisionTable, table_name: str, tools: Toolchain, procs: int | None,
                   collectives: Sequence[str], sizes: Sequence[int], warmup: int, iterations: int,
                   large_iterations: int, rounds: int, testbed: str | None, provenance: Provenance,
-                  progress: Callable[[str], None] = lambda _: None) -> LibraryBench:
+                  progress: Callable[[str], None] = lambda _: None, forced: bool = False) -> LibraryBench:
     """Time ``collectives`` at ``sizes`` with ``tools``' library, as it comes and with ``table``
-    exported, alternating over ``rounds`` rounds (see the module docstring)."""
+    exported, alternating over ``rounds`` rounds (see the module docstring); with ``forced``, each
+    round also forces each of the library's own algorithms in turn (:func:`forced_runs`)."""
     if rounds < 1 or iterations < 1 or large_iterations < 1 or warmup < 0:
         raise LibraryBenchError("rounds and iterations must be at least 1, warm-up at least 0")
     if procs is None and testbed is None:
         raise LibraryBenchError("give the number of ranks (-n) for a local run")
+    if forced and tools.library not in _catalogued():
+        raise LibraryBenchError(f"forcing {tools.library}'s own algorithms needs a catalogue of them, which colltune "
+                                f"has for {', '.join(_catalogued())} only")
+    ranks = procs or _testbed_hosts(testbed)
     progress(f"building the client with {tools.mpicc}")
     exe = build_client(tools)
+    force = forced_runs(tools.library, collectives, ranks) if forced else []
     with tempfile.TemporaryDirectory(prefix="colltune-libbench-") as tmp:
         env, notes = exported(table, tools.library, Path(tmp))
+        force_env = []
+        for i, choices in enumerate(force):
+            where = Path(tmp) / f"forced-{i}"
+            where.mkdir()
+            force_env.append(exported(fixed_table(choices, "colltune bench --forced", library=tools.library),
+                                      tools.library, where)[0])
         runs: dict[str, list[dict[tuple[str, int], Timing]]] = {"default": [], "tuned": []}
+        own: dict[tuple[str, int], dict[str, list[float]]] = {}
         for r in range(rounds):
             for which, extra in (("default", {}), ("tuned", env)):
                 progress(f"round {r + 1}/{rounds}: {tools.library} {'with the exported file' if extra else 'defaults'}")
                 runs[which].append(run_client(exe, tools, procs, collectives, sizes, warmup, iterations,
                                               large_iterations, testbed, extra))
+            for i, (choices, extra) in enumerate(zip(force, force_env)):
+                labels = {c: forced_label(*choice) for c, choice in choices.items()}
+                progress(f"round {r + 1}/{rounds}: forced {i + 1}/{len(force)}: " + ", ".join(
+                    f"{c} {label}" for c, label in labels.items()))
+                timed = run_client(exe, tools, procs, list(choices), sizes, warmup, iterations, large_iterations,
+                                   testbed, extra)
+                for key, timing in timed.items():
+                    own.setdefault(key, {}).setdefault(labels[key[0]], []).append(timing.slowest)
     cells = []
     for key in runs["default"][0]:
         d = tuple(run[key].slowest for run in runs["default"])
@@ -273,10 +342,16 @@ def library_bench(table: DecisionTable, table_name: str, tools: Toolchain, procs
         if min(d) <= 0 or min(t) <= 0:
             raise LibraryBenchError(f"{key[0]} at {key[1]} B: a run timed 0 s; raise the iterations")
         cells.append(Cell(collective=key[0], size=key[1], default=statistics.median(d), tuned=statistics.median(t),
-                          default_rounds=d, tuned_rounds=t, iterations=runs["default"][0][key].iterations))
-    return LibraryBench(provenance=provenance, library=tools.library, table=table_name,
-                        procs=procs or _testbed_hosts(testbed), testbed=testbed, warmup=warmup, rounds=rounds,
-                        notes=tuple(notes), cells=tuple(cells))
+                          default_rounds=d, tuned_rounds=t, iterations=runs["default"][0][key].iterations,
+                          forced={label: statistics.median(v) for label, v in own.get(key, {}).items()}))
+    return LibraryBench(provenance=provenance, library=tools.library, table=table_name, procs=ranks,
+                        testbed=testbed, warmup=warmup, rounds=rounds, notes=tuple(notes), cells=tuple(cells))
+
+
+def _catalogued() -> list[str]:
+    from colltune.tune.targets import TARGETS
+
+    return list(TARGETS)
 
 
 def _testbed_hosts(name: str | None) -> int:

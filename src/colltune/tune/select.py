@@ -106,6 +106,33 @@ class SimPricer:
         return total, dict(schedule.meta["params"])
 
 
+class Space(Protocol):
+    """What the tuner chooses among: candidate names and the parameter values to try."""
+
+    def names(self, collective: str) -> list[str]:
+        """The candidates of ``collective`` (``native`` is always added)."""
+
+    def combos(self, collective: str, name: str, procs: int, size: int) -> list[dict[str, Any]]:
+        """Parameter combinations of ``name`` to try at ``(procs, size)``, the default first (it
+        wins ties)."""
+
+
+class RegistrySpace:
+    """colltune's own algorithms (:func:`candidates`), tunable parameters searched by :data:`SEARCH`."""
+
+    def names(self, collective: str) -> list[str]:
+        return [a.name for a in candidates(collective)]
+
+    def combos(self, collective: str, name: str, procs: int, size: int) -> list[dict[str, Any]]:
+        alg = REGISTRY.get(collective, name)
+        spaces = [[(p.name, v) for v in dict.fromkeys([p.default, *SEARCH[p.name](procs, size)])]
+                  for p in alg.params if p.name in SEARCH]
+        return [dict(c) for c in itertools.product(*spaces)]
+
+
+REGISTRY_SPACE = RegistrySpace()
+
+
 def candidates(collective: str) -> list[Algorithm]:
     """The registry algorithms the tuner considers for ``collective``: all but those built for a
     given topology (an ``edges`` parameter; ``colltune grid`` chooses those)."""
@@ -130,22 +157,17 @@ class Tuner:
     collective: str
     procs: int
     resolution: float = 0.0
+    space: Space = REGISTRY_SPACE
     samples: dict[int, Sample] = field(default_factory=dict)
     _prices: dict[tuple[Choice, int], float] = field(default_factory=dict)
-
-    def _combos(self, alg: Algorithm, size: int) -> list[dict[str, Any]]:
-        """The parameter combinations to try, the defaults first (so that they win ties)."""
-        spaces = [[(p.name, v) for v in dict.fromkeys([p.default, *SEARCH[p.name](self.procs, size)])]
-                  for p in alg.params if p.name in SEARCH]
-        return [dict(c) for c in itertools.product(*spaces)]
 
     def sample(self, size: int) -> Sample:
         """Every candidate at ``size`` bytes, each with its best parameters, fastest first."""
         if size in self.samples:
             return self.samples[size]
         found: list[Candidate] = []
-        for name in [NATIVE] + [a.name for a in candidates(self.collective)]:
-            combos = [{}] if name == NATIVE else self._combos(REGISTRY.get(self.collective, name), size)
+        for name in [NATIVE] + self.space.names(self.collective):
+            combos = [{}] if name == NATIVE else self.space.combos(self.collective, name, self.procs, size)
             best: Candidate | None = None
             for params in combos:
                 try:
@@ -247,13 +269,14 @@ def _blocks(per_procs: list[tuple[int, tuple[Rule, ...], tuple[Sample, ...]]]) -
 
 
 def tune_collective(pricer: Pricer, collective: str, procs_list: Iterable[int], max_size: int,
-                    resolution: float = 0.0, progress: Callable[[], None] | None = None) -> tuple[Block, ...]:
+                    resolution: float = 0.0, progress: Callable[[], None] | None = None,
+                    space: Space = REGISTRY_SPACE) -> tuple[Block, ...]:
     """The blocks of one collective: rules at each process count of ``procs_list`` for sizes
-    0 .. ``max_size`` bytes (a barrier has size 0 only)."""
+    0 .. ``max_size`` bytes (a barrier has size 0 only), choosing among ``space``."""
     sizes = [0] if get_collective(collective).synchronizes else grid_sizes(max_size)
     per_procs = []
     for procs in sorted(set(procs_list)):
-        t = Tuner(pricer, collective, procs, resolution)
+        t = Tuner(pricer, collective, procs, resolution, space)
         rules = t.rules(sizes)
         per_procs.append((procs, rules, tuple(t.samples[s] for s in sorted(t.samples))))
         if progress is not None:
@@ -264,13 +287,20 @@ def tune_collective(pricer: Pricer, collective: str, procs_list: Iterable[int], 
 def build_table(pricer: Pricer, method: Method, collectives: Iterable[str], procs_list: Sequence[int],
                 max_size: int, provenance: Provenance, *, model: str | None = None, profile: str | None = None,
                 time_unit: str = "s", native: str = "", resolution: float = 0.0,
-                progress: Callable[[], None] | None = None) -> DecisionTable:
+                progress: Callable[[], None] | None = None, library: str = "colltune") -> DecisionTable:
     """A :class:`DecisionTable` for ``collectives`` at the process counts ``procs_list`` (each >= 1)
-    and sizes up to ``max_size`` bytes, priced by ``pricer``."""
+    and sizes up to ``max_size`` bytes, priced by ``pricer``, choosing among colltune's algorithms
+    or, with ``library`` ``"mpich"``, among that library's own (:mod:`colltune.tune.targets`;
+    ``pricer`` then prices their registry equivalents)."""
     if not procs_list or min(procs_list) < 1:
         raise ParameterError(f"process counts must be >= 1, got {list(procs_list)}")
     if max_size < 0:
         raise ParameterError(f"the largest size must be >= 0 bytes, got {max_size}")
-    table = {c: tune_collective(pricer, c, procs_list, max_size, resolution, progress) for c in collectives}
+    space: Space = REGISTRY_SPACE
+    if library != "colltune":
+        from colltune.tune.targets import LibraryPricer, LibrarySpace
+
+        space, pricer = LibrarySpace(library), LibraryPricer(pricer, library)
+    table = {c: tune_collective(pricer, c, procs_list, max_size, resolution, progress, space) for c in collectives}
     return DecisionTable(method=method, model=model, profile=profile, time_unit=time_unit,  # type: ignore[arg-type]
-                         native=native, provenance=provenance, collectives=table)
+                         native=native, provenance=provenance, collectives=table, library=library)

@@ -2,7 +2,8 @@
 
 A table (format ``colltune-table``, version 1) holds, for each collective, blocks of process
 counts; each block holds size rules that cover every message size from 0 up, each naming an
-algorithm (a registry name or ``native``) with its parameters.  Sizes are the collective's block
+algorithm (a registry name or ``native``; in a table for a target library, ``library``, one of
+that library's algorithms, :mod:`colltune.tune.targets`) with its parameters.  Sizes are the collective's block
 size ``m`` in bytes (:mod:`colltune.collectives`), the same number the runtime API sees.  Every
 block keeps the evidence it was decided from: the time of every candidate at every size the
 tuner looked at, and, for each boundary, the two candidates whose crossover it is.
@@ -113,21 +114,30 @@ class DecisionTable(ParamSet):
     profile: str | None = Field(None, description="name of the profile the times come from")
     time_unit: Literal["s", "abstract"] = "s"
     native: str = Field("", description="what `native` stands for in the candidates' times")
+    library: Literal["colltune", "mpich"] = Field(
+        "colltune", description="whose algorithms the rules name: colltune's registry, or an MPI library's own "
+                                "(colltune tune --library; such a table is for export, not for algorithm='auto')")
     provenance: Provenance
     collectives: dict[str, tuple[Block, ...]]
 
     @model_validator(mode="after")
     def _known(self) -> DecisionTable:
+        from colltune.tune.targets import check_params
+
         for coll, blocks in self.collectives.items():
             if coll not in COLLECTIVES:
                 raise ValueError(f"unknown collective {coll!r}; valid: {', '.join(COLLECTIVES)}")
             for block in blocks:
                 for rule in block.rules:
-                    if rule.algorithm != NATIVE:
-                        try:
-                            REGISTRY.get(coll, rule.algorithm).validate_params(rule.params)
-                        except ColltuneError as exc:
-                            raise ValueError(str(exc)) from None
+                    if rule.algorithm == NATIVE:
+                        continue
+                    if self.library != "colltune":
+                        check_params(self.library, coll, rule.algorithm, rule.params)
+                        continue
+                    try:
+                        REGISTRY.get(coll, rule.algorithm).validate_params(rule.params)
+                    except ColltuneError as exc:
+                        raise ValueError(str(exc)) from None
             for a, b in itertools.pairwise(blocks):
                 if b.procs_min <= a.procs_max:
                     raise ValueError(f"{coll}: process-count blocks overlap or are out of order "
@@ -155,12 +165,14 @@ class DecisionTable(ParamSet):
 
 
 def fixed_table(choices: dict[str, tuple[str, dict[str, Any]]], source: str,
-                procs: tuple[int, int] = (1, 1 << 20)) -> DecisionTable:
+                procs: tuple[int, int] = (1, 1 << 20), library: str = "colltune") -> DecisionTable:
     """A table that runs each collective of ``choices`` (collective -> (algorithm, parameters))
     with that algorithm at every size, for ``procs`` (first, last) process counts: what
-    benchmarks and tests write to force an algorithm.  ``source`` is its provenance."""
+    benchmarks and tests write to force an algorithm (of colltune, or of ``library``).
+    ``source`` is its provenance."""
     first, last = procs
-    return DecisionTable(method="model", profile=None, provenance=Provenance(source=source), collectives={
+    return DecisionTable(method="model", profile=None, provenance=Provenance(source=source), library=library,
+                         collectives={
         coll: (Block(procs_min=first, procs_max=last, tuned_at=(first,),
                      rules=(Rule(size_min=0, algorithm=alg, params=dict(params)),)),)
         for coll, (alg, params) in choices.items()})

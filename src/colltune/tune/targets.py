@@ -1,0 +1,260 @@
+"""Tuning for a target MPI library: its own algorithms are the candidates, each priced by a
+registry schedule that does what the library does, and the export writes exactly what was decided.
+
+``colltune tune --library mpich`` decides among the containers of MPICH 5's collective selection
+(``MPIR_<Coll>_intra_<name>`` with the keys its selection JSON gives them) instead of among
+colltune's algorithms; the table's rules name those containers and their parameters
+(``DecisionTable.library`` is ``"mpich"``), and :func:`colltune.tune.export.mpich_json` writes
+them as they are.  ``native`` stays MPICH's own default tree (:mod:`colltune.tune.native`).
+
+Each :class:`LibraryAlgorithm` says which parameter values the tuner tries and which registry
+algorithm, with which parameters, prices one value (:attr:`LibraryAlgorithm.equivalent`; see
+:data:`MPICH_ALGORITHMS` for the list and :func:`catalogue_markdown` for the table in docs/tune.md).
+Where MPICH runs a different algorithm than the container's name says (a precondition not met:
+a power-of-two count, a count of at least the largest power of two below P), the equivalent is
+the algorithm MPICH falls back to, and the export keeps MPICH's own guard.  Containers with no
+schedule yet (``k_brucks``, ``recexch_*``, ``recursive_multiplying``, ``tree`` allreduce,
+``k_reduce_scatter_allgather``, ``k_dissemination`` with k > 2, the SMP ones, which need ranks
+sharing a node) are not candidates: :data:`MPICH_UNPRICED` lists them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from colltune.models import Unavailable
+from colltune.tune.table import NATIVE
+
+Params = dict[str, Any]
+
+
+def _pow2(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+def _pof2_below(n: int) -> int:
+    return 1 << (n.bit_length() - 1)
+
+
+def _chunks(procs: int, size: int) -> list[int]:
+    """Chunk sizes tried for a pipelined container: the tuner's segment sizes (powers of two from
+    m/64 up to m, :func:`colltune.tune.select._segment_sizes`)."""
+    from colltune.tune.select import SEARCH
+
+    return SEARCH["segment_size"](procs, size)
+
+
+@dataclass(frozen=True)
+class LibraryAlgorithm:
+    """One algorithm of a library as a tuning candidate.
+
+    ``variants(procs, size)`` gives the parameter values to try (the first wins ties);
+    ``equivalent(procs, size, params)`` the registry ``(algorithm, parameters)`` that prices them,
+    raising :class:`~colltune.models.Unavailable` where the library cannot run them;
+    ``fixed`` the container's other keys, written as they are; ``keys`` the tuned parameters a
+    rule may carry."""
+
+    collective: str
+    name: str
+    doc: str
+    equivalent: Callable[[int, int, Params], tuple[str, Params]]
+    variants: Callable[[int, int], list[Params]] = field(default=lambda procs, size: [{}])
+    keys: tuple[str, ...] = ()
+    fixed: Params = field(default_factory=dict)
+    exact: bool = True
+    pow2_only: bool = False
+    #: MPICH's reduce-scatter preconditions (a built-in operation, count >= the largest power of
+    #: two <= P); where they fail MPICH runs this container instead.
+    reduce_scatter_fallback: str | None = None
+    #: The values ``variants`` tries, in words (docs).
+    tried: str = "-"
+
+
+def _same(algorithm: str, params: Params | None = None) -> Callable[[int, int, Params], tuple[str, Params]]:
+    return lambda procs, size, p: (algorithm, dict(params or {}))
+
+
+def _pow2_only(algorithm: str) -> Callable[[int, int, Params], tuple[str, Params]]:
+    def equivalent(procs: int, size: int, p: Params) -> tuple[str, Params]:
+        if not _pow2(procs):
+            raise Unavailable(f"MPICH runs {algorithm} on power-of-two process counts only, not {procs}")
+        return algorithm, {}
+    return equivalent
+
+
+def _reduce_scatter(algorithm: str, fallback: str) -> Callable[[int, int, Params], tuple[str, Params]]:
+    """MPICH falls back to ``fallback`` when the count (one-byte elements, as the tuner counts
+    reductions) is below the largest power of two <= P."""
+    return lambda procs, size, p: (fallback, {}) if size < _pof2_below(procs) else (algorithm, {})
+
+
+def _kary_edges(procs: int, k: int) -> tuple[tuple[int, int], ...]:
+    """MPICH's k-ary tree from root 0 (``MPIR_Treealgo_tree_create_kary``): rank r's children are
+    r*k + 1 .. r*k + k, in that order."""
+    return tuple((r, c) for r in range(procs) for c in range(r * k + 1, min(procs, r * k + k + 1)))
+
+
+def _bcast_tree(procs: int, size: int, p: Params) -> tuple[str, Params]:
+    k = int(p["k"])
+    if p["tree_type"] == "knomial_1":
+        return "knomial_tree", {"radix": k}
+    if k == 1:
+        return "chain", {}
+    if k == 2:
+        return "binary_tree", {}
+    if k >= procs - 1:
+        return "flat_tree", {}
+    return "given_tree", {"edges": _kary_edges(procs, k)}
+
+
+def _tree_variants(procs: int, size: int) -> list[Params]:
+    kary = sorted({1, 2, 4, max(1, procs - 1)})
+    return [{"tree_type": "kary", "k": k} for k in kary] + [{"tree_type": "knomial_1", "k": k} for k in (2, 4, 8)]
+
+
+def _bcast_pipelined(procs: int, size: int, p: Params) -> tuple[str, Params]:
+    seg = {"segment_size": int(p["chunk_size"])}
+    k = int(p["k"])
+    if p["tree_type"] == "kary" and k == 1:
+        return "chain_segmented", seg
+    if p["tree_type"] == "kary" and k >= procs - 1:
+        return "flat_tree_segmented", seg
+    if p["tree_type"] == "knomial_1" and k == 2:
+        return "binomial_tree_segmented", seg
+    raise Unavailable(f"no schedule yet for MPICH's pipelined {p['tree_type']} tree with k = {k}")
+
+
+def _pipelined_variants(procs: int, size: int) -> list[Params]:
+    shapes = [("kary", 1), ("kary", max(1, procs - 1)), ("knomial_1", 2)]
+    return [{"tree_type": t, "k": k, "chunk_size": c} for t, k in shapes for c in _chunks(procs, size)]
+
+
+def _allreduce_ring(procs: int, size: int, p: Params) -> tuple[str, Params]:
+    return "ring", {"segment_size": max(1, size)}  # MPICH's ring sends each block whole
+
+
+_TREE_KEYS = {"is_non_blocking": 0, "topo_overhead": 0, "topo_diff_groups": 0, "topo_diff_switches": 0,
+              "topo_same_switches": 0}
+_L = LibraryAlgorithm
+
+#: MPICH 5.0's intra-communicator containers that colltune can price, by (collective, name).
+MPICH_ALGORITHMS: dict[tuple[str, str], LibraryAlgorithm] = {(a.collective, a.name): a for a in (
+    _L("bcast", "binomial", "binomial tree", _same("binomial_tree")),
+    _L("bcast", "scatter_recursive_doubling_allgather", "binomial scatter, then recursive-doubling allgather "
+       "(power-of-two P)", _pow2_only("scatter_recursive_doubling_allgather"), pow2_only=True),
+    _L("bcast", "scatter_ring_allgather", "binomial scatter, then ring allgather", _same("scatter_ring_allgather")),
+    _L("bcast", "tree", "the whole message down a k-ary or k-nomial tree (blocking sends)", _bcast_tree,
+       _tree_variants, ("tree_type", "k"), _TREE_KEYS,
+       tried="tree_type kary with k = 1, 2, 4, P - 1; knomial_1 with k = 2, 4, 8"),
+    _L("bcast", "pipelined_tree", "chunks down a chain (k-ary, k = 1), a flat tree (k-ary, k = P - 1) or a "
+       "binomial tree (k-nomial, k = 2)", _bcast_pipelined, _pipelined_variants, ("tree_type", "k", "chunk_size"),
+       {"is_non_blocking": 0, "recv_pre_posted": 0},
+       tried="those three shapes, chunk_size powers of two from m/64 up to m"),
+    _L("scatter", "binomial", "binomial tree", _same("binomial_tree")),
+    _L("gather", "binomial", "binomial tree", _same("binomial_tree")),
+    _L("allgather", "brucks", "Bruck's algorithm", _same("bruck")),
+    _L("allgather", "recursive_doubling", "recursive doubling (power-of-two P)", _pow2_only("recursive_doubling"),
+       pow2_only=True),
+    _L("allgather", "ring", "ring", _same("ring")),
+    _L("alltoall", "brucks", "Bruck's algorithm", _same("bruck")),
+    _L("alltoall", "pairwise", "pairwise exchange", _same("pairwise_exchange")),
+    _L("alltoall", "scattered", "all sends and receives posted in batches of MPIR_CVAR_ALLTOALL_THROTTLE (32)",
+       _same("linear_throttled", {"max_outstanding": 32}), exact=False),
+    _L("reduce", "binomial", "binomial tree", _same("binomial_tree")),
+    _L("reduce", "reduce_scatter_gather", "Rabenseifner: reduce-scatter, then gather (binomial below a count of "
+       "the largest power of two <= P)", _reduce_scatter("reduce_scatter_gather", "binomial_tree"),
+       reduce_scatter_fallback="binomial"),
+    _L("allreduce", "recursive_doubling", "recursive doubling", _same("recursive_doubling")),
+    _L("allreduce", "reduce_scatter_allgather", "Rabenseifner: reduce-scatter, then allgather (recursive doubling "
+       "below a count of the largest power of two <= P)",
+       _reduce_scatter("reduce_scatter_allgather", "recursive_doubling"),
+       reduce_scatter_fallback="recursive_doubling"),
+    _L("allreduce", "ring", "ring reduce-scatter, then ring allgather, each block whole", _allreduce_ring),
+    _L("barrier", "k_dissemination", "dissemination (k = 2)", _same("dissemination"), lambda procs, size: [{"k": 2}],
+       ("k",), tried="k = 2"),
+)}
+
+#: MPICH containers that are not candidates yet, and why.
+MPICH_UNPRICED: dict[str, str] = {
+    "bcast": "smp (ranks sharing a node), circ_graph; tree and pipelined_tree with shapes other than those above",
+    "allgather": "k_brucks, recexch_doubling, recexch_halving, circ_graph",
+    "alltoall": "k_brucks; pairwise_sendrecv_replace (in place only)",
+    "reduce": "smp, circ_graph",
+    "allreduce": "recursive_multiplying, tree, recexch, k_reduce_scatter_allgather, smp, ccl",
+    "barrier": "k_dissemination with k > 2, recexch, smp",
+}
+
+#: The catalogues by library.
+TARGETS: dict[str, dict[tuple[str, str], LibraryAlgorithm]] = {"mpich": MPICH_ALGORITHMS}
+
+
+def library_algorithm(library: str, collective: str, name: str) -> LibraryAlgorithm:
+    """The catalogue entry of ``library``'s algorithm ``name``; a :class:`ValueError` naming the
+    valid ones otherwise."""
+    catalogue = TARGETS.get(library)
+    if catalogue is None:
+        raise ValueError(f"no algorithm catalogue for library {library!r}; valid: {', '.join(TARGETS)}")
+    entry = catalogue.get((collective, name))
+    if entry is None:
+        valid = ", ".join(n for c, n in catalogue if c == collective)
+        raise ValueError(f"{library} has no {collective} algorithm {name!r} that colltune prices; valid: {valid}")
+    return entry
+
+
+def check_params(library: str, collective: str, name: str, params: Params) -> None:
+    """Raise :class:`ValueError` if a rule's ``params`` are not the keys ``name`` is tuned by."""
+    entry = library_algorithm(library, collective, name)
+    if set(params) != set(entry.keys):
+        raise ValueError(f"{library} {collective}/{name}: parameters {sorted(params)} given, "
+                         f"{sorted(entry.keys)} expected")
+
+
+@dataclass(frozen=True)
+class LibrarySpace:
+    """The tuner's candidates for ``library``: its catalogue's algorithms and their variants."""
+
+    library: str
+
+    def names(self, collective: str) -> list[str]:
+        return [n for (c, n) in TARGETS[self.library] if c == collective]
+
+    def combos(self, collective: str, name: str, procs: int, size: int) -> list[Params]:
+        return library_algorithm(self.library, collective, name).variants(procs, size)
+
+
+@dataclass
+class LibraryPricer:
+    """Prices a library's algorithm by its registry equivalent on ``inner`` (any pricer); the
+    parameters it returns are the library's."""
+
+    inner: Any
+    library: str
+
+    def price(self, collective: str, algorithm: str, procs: int, size: int, params: Params) -> tuple[float, Params]:
+        if algorithm == NATIVE:
+            return self.inner.price(collective, NATIVE, procs, size, {})
+        entry = library_algorithm(self.library, collective, algorithm)
+        registry_name, registry_params = entry.equivalent(procs, size, params)
+        time, _ = self.inner.price(collective, registry_name, procs, size, registry_params)
+        return time, dict(params)
+
+
+def catalogue_markdown(library: str = "mpich") -> str:
+    """The catalogue as a markdown table (docs/tune.md)."""
+    lines = ["| collective | MPICH container | what it does | parameters tried | priced as |", "| --- | --- | --- | --- | --- |"]
+    for (coll, name), a in TARGETS[library].items():
+        example = a.variants(8, 65536)
+        shapes = sorted({a.equivalent(8, 65536, v)[0] for v in example if _priceable(a, v)})
+        exact = "" if a.exact else " (nearest)"
+        lines.append(f"| {coll} | `{name}` | {a.doc} | {a.tried} | {', '.join(f'`{s}`' for s in shapes)}{exact} |")
+    return "\n".join(lines) + "\n"
+
+
+def _priceable(a: LibraryAlgorithm, params: Params) -> bool:
+    try:
+        a.equivalent(8, 65536, params)
+    except Unavailable:
+        return False
+    return True
