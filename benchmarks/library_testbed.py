@@ -1,0 +1,132 @@
+"""What colltune's exported decisions gain a C program under MPICH, on the emulated cluster (needs root).
+
+Run: ``python benchmarks/library_testbed.py [--hosts 8] [--link 100Mbit] [--max-size 512KiB]
+[--reps 10] [--rounds 3] [--json FILE]``.
+
+Brings up a testbed (``colltune testbed up``: one switch, ``--hosts`` hosts, ``--link`` links,
+one rank per host), then as a new user would:
+
+1. ``colltune testbed run -- python -m colltune probe --quick``: a profile of the testbed;
+2. ``colltune tune --method simulate --procs HOSTS --library mpich --mpich-json``: a table of
+   MPICH's own algorithms (timed: the issue's target is 5 minutes, probe included), and, for
+   comparison, the same with colltune's algorithms (``--library colltune``, exported to their
+   nearest MPICH equivalents: what a user got before);
+3. ``colltune bench --library mpich --testbed --forced`` on each table, 4 KiB to ``--max-size``:
+   the OSU-like C client with MPICH's defaults, with the exported file, and with each of MPICH's
+   own algorithms forced, alternating over ``--rounds`` rounds (medians);
+4. a native-only table through the same path, to show the noise floor (both runs are MPICH's
+   default decision, but the file's runs go through ``MPIR_CVAR_DEVICE_COLLECTIVES=none``).
+
+It prints, per table and collective, the geometric mean of default / with-the-file over the sizes,
+the worst size, how many sizes are below 0.95 (target: none), and with the file / best forced
+(target: within 1.05 at every size), and tears the testbed down.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+COLLECTIVES = ("bcast", "scatter", "gather", "allgather", "alltoall", "reduce", "allreduce")
+
+
+def colltune(*args: str, timeout: float = 3600) -> str:
+    res = subprocess.run([sys.executable, "-m", "colltune", *args], capture_output=True, text=True, timeout=timeout)
+    if res.returncode != 0:
+        sys.exit(f"colltune {' '.join(args)} failed:\n{res.stderr[-3000:]}")
+    return res.stdout
+
+
+def summary(path: Path) -> dict[str, dict[str, float]]:
+    from colltune.tune.library_bench import geomean, read_library_bench
+
+    results = read_library_bench(path)
+    out = {}
+    for coll in results.collectives():
+        cells = [c for c in results.cells if c.collective == coll]
+        worst = min(cells, key=lambda c: c.speedup)
+        row = {"geomean": geomean([c.speedup for c in cells]), "worst": worst.speedup, "worst_size": worst.size,
+               "below_0.95": sum(c.speedup < 0.95 for c in cells), "sizes": len(cells)}
+        best = [c.tuned / c.best_forced[1] for c in cells if c.best_forced]
+        if best:
+            row.update({"over_best_max": max(best), "over_best_geomean": geomean(best),
+                        "over_best_above_1.05": sum(r > 1.05 for r in best)})
+        out[coll] = row
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hosts", type=int, default=8)
+    parser.add_argument("--link", default="100Mbit")
+    parser.add_argument("--max-size", default="512KiB")
+    parser.add_argument("--reps", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--json", help="write the summaries here")
+    args = parser.parse_args()
+    from colltune.tune import fixed_table, write_table
+    from colltune.units import parse_bytes
+
+    top = parse_bytes(args.max_size)
+    sizes = ",".join(str(s) for s in (1 << k for k in range(12, 31)) if s <= top)
+    colls = [a for c in COLLECTIVES for a in ("-c", c)]
+    report: dict[str, object] = {"hosts": args.hosts, "link": args.link, "sizes": sizes}
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        colltune("testbed", "up", "--hosts", str(args.hosts), "--link", args.link)
+        try:
+            start = time.perf_counter()
+            print("probe (--quick) ...", flush=True)
+            colltune("testbed", "run", "--", sys.executable, "-m", "colltune", "probe", "--quick", "-o",
+                     str(d / "p.json"))
+            probe_s = time.perf_counter() - start
+            tables = {}
+            for target in ("mpich", "colltune"):
+                print(f"tune --library {target} ...", flush=True)
+                t0 = time.perf_counter()
+                colltune("tune", "--profile", str(d / "p.json"), "--method", "simulate", "--procs", str(args.hosts),
+                         "--max-size", args.max_size, "--library", target, "-o", str(d / f"{target}.json"),
+                         "--mpich-json", str(d / f"{target}-mpich.json"))
+                report[f"tune_{target}_s"] = time.perf_counter() - t0
+                tables[target] = d / f"{target}.json"
+            report["probe_s"] = probe_s
+            report["probe_and_tune_mpich_s"] = probe_s + float(report["tune_mpich_s"])  # type: ignore[arg-type]
+            write_table(fixed_table({c: ("native", {}) for c in COLLECTIVES}, "benchmarks/library_testbed.py"),
+                        d / "native.json")
+            tables["native"] = d / "native.json"
+            for name, table in tables.items():
+                print(f"bench --library mpich with the {name} table ...", flush=True)
+                out = d / f"bench-{name}.json"
+                colltune("bench", "--library", "mpich", "--testbed", "colltune", "--table", str(table), "--sizes",
+                         sizes, *colls, "--reps", str(args.reps), "--rounds", str(args.rounds),
+                         *(["--forced"] if name == "mpich" else []), "-o", str(out))
+                report[name] = summary(out)
+        finally:
+            subprocess.run([sys.executable, "-m", "colltune", "testbed", "down"], check=False)
+    print(f"\nprobe {report['probe_s']:.0f} s, tune --library mpich {report['tune_mpich_s']:.0f} s "
+          f"(target: probe + tune <= 300 s)")
+    for name in ("mpich", "colltune", "native"):
+        print(f"\n{name} table: default / with the file (target >= 0.95 at every size)"
+              + ("; with the file / best forced (target <= 1.05)" if name == "mpich" else ""))
+        for coll, row in report[name].items():  # type: ignore[union-attr]
+            line = (f"  {coll:<10} geomean {row['geomean']:.2f}  worst {row['worst']:.2f} at {row['worst_size']} B  "
+                    f"below 0.95: {row['below_0.95']}/{row['sizes']}")
+            if "over_best_max" in row:
+                line += (f"  | over best: geomean {row['over_best_geomean']:.2f}, max {row['over_best_max']:.2f}, "
+                         f"above 1.05: {row['over_best_above_1.05']}/{row['sizes']}")
+            print(line)
+        means = [row["geomean"] for row in report[name].values()]  # type: ignore[union-attr]
+        print(f"  all: geomean {math.exp(statistics.fmean(math.log(m) for m in means)):.2f}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
