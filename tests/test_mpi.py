@@ -150,7 +150,9 @@ def test_quick_probe_writes_a_consistent_profile(procs: int, tmp_path: Path) -> 
     assert prov.colltune_version and prov.date
     models = profile.models
     assert set(models.present()) == {"hockney", "logp", "loggp", "plogp", "cluster", "plogpt", "latency"}
-    assert models.plogp.L > 0 and models.hockney.alpha > 0
+    # L = RTT(0)/2 - g(0) (paper 001 eq. 1) is clipped at 0: on shared memory under load g(0) can
+    # reach RTT(0)/2 (seen in CI at P = 2)
+    assert models.plogp.L >= 0 and models.hockney.alpha > 0
     assert models.plogpt.bidirectional.depth == procs.bit_length() - 1
     assert len(models.latency.names) == procs
     # g(m) is non-decreasing within its spread
