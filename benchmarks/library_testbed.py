@@ -1,7 +1,7 @@
 """What colltune's exported decisions gain a C program under MPICH, on the emulated cluster (needs root).
 
 Run: ``python benchmarks/library_testbed.py [--hosts 8] [--link 100Mbit] [--max-size 512KiB]
-[--reps 10] [--rounds 3] [--json FILE]``.
+[--reps 10] [--rounds 3] [--json FILE] [--keep DIR]``.
 
 Brings up a testbed (``colltune testbed up``: one switch, ``--hosts`` hosts, ``--link`` links,
 one rank per host), then as a new user would:
@@ -19,7 +19,8 @@ one rank per host), then as a new user would:
 
 It prints, per table and collective, the geometric mean of default / with-the-file over the sizes,
 the worst size, how many sizes are below 0.95 (target: none), and with the file / best forced
-(target: within 1.05 at every size), and tears the testbed down.
+(target: within 1.05 at every size), and tears the testbed down.  ``--keep DIR`` keeps the profile,
+the tables, the exported files and every ``bench`` results file (each forced time included).
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", help="write the summaries here")
+    parser.add_argument("--keep", help="keep the profile, tables and bench results in this directory")
     args = parser.parse_args()
     from colltune.tune import fixed_table, write_table
     from colltune.units import parse_bytes
@@ -79,7 +81,8 @@ def main() -> None:
     colls = [a for c in COLLECTIVES for a in ("-c", c)]
     report: dict[str, object] = {"hosts": args.hosts, "link": args.link, "sizes": sizes}
     with tempfile.TemporaryDirectory() as tmp:
-        d = Path(tmp)
+        d = Path(args.keep) if args.keep else Path(tmp)
+        d.mkdir(parents=True, exist_ok=True)
         colltune("testbed", "up", "--hosts", str(args.hosts), "--link", args.link)
         try:
             start = time.perf_counter()
