@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from colltune.models.params import LogGP
 from colltune.profiles import load_profile
 from colltune.profiles.format import Provenance
 from colltune.sim import simulate
-from colltune.tune import NATIVE, Block, DecisionTable, Rule, build_table, write_table
+from colltune.tune import NATIVE, Block, DecisionTable, Rule, build_table, read_table, write_table
 from colltune.tune.export import mpich_json, openmpi_rules
 from colltune.tune.select import SimPricer
 from colltune.tune.table import TableError, parse_table
@@ -128,8 +129,7 @@ def test_cli_library_target(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert json.loads(out.read_text())["library"] == "mpich"
     assert "MPIR_Bcast_intra_" in (tmp_path / "m.json").read_text()
-    for extra, problem in ((["--openmpi-rules", str(tmp_path / "o.rules")], "exports to mpich only"),
-                           (["--method", "measure"], "not built yet")):
+    for extra, problem in ((["--openmpi-rules", str(tmp_path / "o.rules")], "exports to mpich only"),):
         res = runner.invoke(main, ["tune", "--profile", "builtin:ethernet-10g-tcp", "--library", "mpich",
                                    "-o", str(tmp_path / "u.json"), *extra])
         assert res.exit_code == 2 and problem in res.output
@@ -160,3 +160,55 @@ def test_mpich_runs_every_algorithm_of_the_catalogue_correctly(every_mpich: Path
                        counts], 300, f"library_check on {procs}", env=env)
     assert res.returncode == 0, res.stderr[-3000:]
     assert f"library check passed: P={procs}" in res.stdout
+
+
+@pytest.mark.parametrize("procs", (1, 2, 3, 5, 8))
+def test_forcing_runs_each_mpich_algorithm_and_switches_what_mpich_runs(procs: int) -> None:
+    env = {**os.environ, "MPIR_CVAR_COLLECTIVE_FALLBACK": "error"}
+    res = run_bounded([str(MPIEXEC), "-n", str(procs), sys.executable, "-m", "mpi4py", str(MPI_DIR / "forcing_check.py"),
+                       "4096"], 300, f"forcing_check on {procs}", env=env)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert f"forcing check passed: P={procs}" in res.stdout
+    if procs & (procs - 1):
+        assert "signature=error as forced" in res.stdout
+    assert "not forceable=0" not in res.stdout or procs == 1  # the knomial tree variants cannot be forced
+
+
+def hybrid_run(tmp_path: Path, procs: int, *extra: str) -> tuple[object, DecisionTable | None]:
+    out = tmp_path / "hybrid.json"
+    res = run_bounded([str(MPIEXEC), "-n", str(procs), sys.executable, "-m", "colltune", "tune", "--library", "mpich",
+                       "--profile", "builtin:ethernet-10g-tcp", "-c", "bcast", "-c", "allreduce", "--max-size", "2KiB",
+                       "--reps", "2", "--warmup", "0", "-o", str(out), "--mpich-json", str(tmp_path / "m.json"),
+                       *extra], 300, f"tune --method hybrid on {procs}")
+    return res, (read_table(out) if out.exists() else None)
+
+
+def test_measure_times_every_forceable_mpich_algorithm(tmp_path: Path) -> None:
+    res, table = hybrid_run(tmp_path, 2, "--method", "measure", "--max-size", "64")
+    assert res.returncode == 0, res.stderr[-3000:]  # type: ignore[attr-defined]
+    assert table is not None and table.method == "measure" and table.library == "mpich"
+    sample = table.collectives["bcast"][0].samples[-1]
+    assert {c.algorithm for c in sample.candidates} >= {NATIVE, "binomial", "tree", "pipelined_tree"}
+
+
+@pytest.mark.parametrize("procs", (1, 3))
+def test_hybrid_is_the_default_under_mpiexec_and_times_only_contenders(tmp_path: Path, procs: int) -> None:
+    res, table = hybrid_run(tmp_path, procs)
+    assert res.returncode == 0, res.stderr[-3000:]  # type: ignore[attr-defined]
+    assert table is not None and table.method == "hybrid" and table.library == "mpich"
+    assert table.collectives["bcast"][0].procs_min == procs
+    note = table.provenance.notes[0]
+    timed, pruned = (int(x) for x in re.search(r"(\d+) timings; (\d+) candidates not timed", note).groups())  # type: ignore[union-attr]
+    assert timed > 0 and (pruned > 0 or procs == 1)  # the profile puts some algorithms far behind; at P = 1 all cost ~0
+    for blocks in table.collectives.values():
+        for rule in blocks[0].rules:
+            assert rule.algorithm == NATIVE or library_algorithm("mpich", "bcast" if rule.algorithm in {
+                n for c, n in MPICH_ALGORITHMS if c == "bcast"} else "allreduce", rule.algorithm)
+    assert json.loads((tmp_path / "m.json").read_text())
+    assert "timed" in res.stderr  # type: ignore[attr-defined]  # progress as plain lines
+
+
+def test_hybrid_refuses_other_process_counts_on_every_rank(tmp_path: Path) -> None:
+    res, table = hybrid_run(tmp_path, 2, "--procs", "8")
+    assert res.returncode == 2 and table is None  # type: ignore[attr-defined]
+    assert res.stderr.count("tunes at the job's 2 processes") == 1  # type: ignore[attr-defined]

@@ -1,4 +1,5 @@
-"""Timing collectives in the running MPI job: the measuring tuner and ``colltune bench``.
+"""Timing collectives in the running MPI job: the measuring tuner, the library timer of the hybrid
+tuner, and ``colltune bench``.
 
 One timing of a candidate: every rank builds the plan (:func:`colltune.runtime.plan`) on buffers
 of the right sizes, runs it ``warmup`` times, then ``reps`` times, each after a barrier, timing
@@ -24,8 +25,9 @@ from colltune.models import Unavailable
 from colltune.profiles.format import Provenance
 from colltune.runtime.api import plan
 from colltune.tune.bench import BenchPoint, BenchResults, BenchSeries, Predictor, bench_runs, predicted
+from colltune.tune.forcing import MpichForcer
 from colltune.tune.select import Pricer
-from colltune.tune.table import DecisionTable
+from colltune.tune.table import NATIVE, DecisionTable
 
 
 @dataclass(frozen=True)
@@ -48,15 +50,38 @@ def _buffers(collective: str, procs: int, me: int, size: int) -> tuple[Any, ...]
     return np.ones(send[me], np.uint8), np.zeros(recv[me], np.uint8)
 
 
+#: With a time budget, at least this many timed repetitions are kept: the median of three is the
+#: smallest that discards one outlier.
+MIN_REPS = 3
+#: Seconds one timing of a candidate may take when the tuners time in the job (warm-up included,
+#: down to MIN_REPS repetitions): the hybrid tuner times about a thousand candidates at P = 8 up
+#: to 512 KiB on the 100 Mbit/s testbed, most of them far shorter, and issue #19 gives it five
+#: minutes in all.
+TIMING_BUDGET = 1.0
+
+
 def time_collective(comm: MPI.Comm, collective: str, algorithm: str, size: int, params: dict[str, Any],
-                    reps: int, warmup: int) -> Timing:
-    """Time one collective call (collective: every rank of ``comm`` calls it with the same arguments)."""
+                    reps: int, warmup: int, budget: float | None = None) -> Timing:
+    """Time one collective call (collective: every rank of ``comm`` calls it with the same arguments).
+
+    With ``budget`` (seconds), the first warm-up run is timed (slowest rank) and the others are
+    skipped if they would take more than a tenth of the budget, and the repetitions are cut to
+    what fits in the budget, but not below :data:`MIN_REPS` (nor above ``reps``)."""
     procs, me = comm.Get_size(), comm.Get_rank()
     op = "sum" if get_collective(collective).reduces else None
     with plan(collective, *_buffers(collective, procs, me, size), comm=comm, algorithm=algorithm, op=op,
               **params) as p:
-        for _ in range(warmup):
+        for i in range(warmup):
+            if budget is None or i > 0:
+                p.run()
+                continue
+            comm.Barrier()
+            t0 = MPI.Wtime()
             p.run()
+            first = comm.allreduce(MPI.Wtime() - t0, op=MPI.MAX)
+            reps = min(reps, max(MIN_REPS, int(budget / max(first, 1e-9))))
+            if first * warmup > budget / 10:
+                break
         mine = np.empty(reps)
         for i in range(reps):
             comm.Barrier()
@@ -79,15 +104,44 @@ class MeasurePricer:
     comm: MPI.Comm
     reps: int = 10
     warmup: int = 2
+    budget: float | None = TIMING_BUDGET
 
     def price(self, collective: str, algorithm: str, procs: int, size: int,
               params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
         if procs != self.comm.Get_size():
             raise Unavailable(f"a measurement runs at the job's {self.comm.Get_size()} processes, not {procs}")
         try:
-            t = time_collective(self.comm, collective, algorithm, size, params, self.reps, self.warmup)
+            t = time_collective(self.comm, collective, algorithm, size, params, self.reps, self.warmup, self.budget)
         except ParameterError as exc:
             raise Unavailable(str(exc)) from None
+        return t.median, dict(params)
+
+
+@dataclass
+class LibraryTimer:
+    """Prices one of the MPI library's own algorithms by forcing the library to run it in this job
+    (:class:`colltune.tune.forcing.MpichForcer`) and timing the library's collective as
+    :func:`time_collective` times ``native``; ``native`` is the library's own decision under the
+    same settings.  Raises :class:`Unavailable` for a candidate the job cannot force."""
+
+    comm: MPI.Comm
+    forcer: MpichForcer
+    reps: int = 10
+    warmup: int = 2
+    budget: float | None = TIMING_BUDGET
+
+    def price(self, collective: str, algorithm: str, procs: int, size: int,
+              params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+        if procs != self.comm.Get_size():
+            raise Unavailable(f"a measurement runs at the job's {self.comm.Get_size()} processes, not {procs}")
+        why = self.forcer.forceable(collective, algorithm, params)
+        if why:
+            raise Unavailable(why)
+        self.forcer.force(collective, algorithm, params)
+        try:
+            t = time_collective(self.comm, collective, NATIVE, size, {}, self.reps, self.warmup, self.budget)
+        finally:
+            self.forcer.restore()
         return t.median, dict(params)
 
 

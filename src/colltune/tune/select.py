@@ -11,7 +11,9 @@ boundaries.
 
 Pricers say what a candidate costs: :class:`ModelPricer` (the analytic formulas,
 :func:`colltune.models.predict`), :class:`SimPricer` (the
-simulator) and, under MPI, :class:`colltune.tune.measure.MeasurePricer`.  ``native`` wins ties,
+simulator), under MPI :class:`colltune.tune.measure.MeasurePricer` and
+:class:`colltune.tune.measure.LibraryTimer`, and :class:`colltune.tune.hybrid.HybridPricer`, which
+times only the candidates a prediction leaves in the race.  ``native`` wins ties,
 and wins where it cannot be priced (no formula for its equivalent, :mod:`colltune.tune.native`),
 so a table never picks an algorithm that is not known to be strictly faster than the MPI
 library's own.  Among parameter values that tie, the algorithm's default wins.
@@ -158,8 +160,13 @@ class Tuner:
     procs: int
     resolution: float = 0.0
     space: Space = REGISTRY_SPACE
+    #: Relative difference below which two timed choices count as equal: ``native`` is kept unless
+    #: another choice is faster by more than this twice (:meth:`_confirmed`), and then the choice
+    #: of the size below is kept unless another is faster by more than this.
+    tolerance: float = 0.0
     samples: dict[int, Sample] = field(default_factory=dict)
     _prices: dict[tuple[Choice, int], float] = field(default_factory=dict)
+    _checks: dict[tuple[Choice, int], bool] = field(default_factory=dict)
 
     def sample(self, size: int) -> Sample:
         """Every candidate at ``size`` bytes, each with its best parameters, fastest first."""
@@ -205,7 +212,32 @@ class Tuner:
         s = self.sample(size)
         if not s.candidates or all(c.algorithm != NATIVE for c in s.candidates):
             return choice(NATIVE, {})
-        return choice(s.candidates[0].algorithm, s.candidates[0].params)
+        native = next(c for c in s.candidates if c.algorithm == NATIVE)
+        best = choice(s.candidates[0].algorithm, s.candidates[0].params)
+        if native.time <= s.candidates[0].time * (1 + self.tolerance) or not self._confirmed(best, size):
+            return choice(NATIVE, {})
+        return best
+
+    def _confirmed(self, ch: Choice, size: int) -> bool:
+        """With a tolerance (timed prices, which are noisy): ``ch``, which beat ``native`` by more
+        than the tolerance at ``size``, is timed again right after ``native`` and must beat it by
+        more than the tolerance again.  Without a tolerance: always True."""
+        if not self.tolerance:
+            return True
+        key = (ch, size)
+        if key not in self._checks:
+            try:
+                native = self.pricer.price(self.collective, NATIVE, self.procs, size, {})[0]
+                again = self.pricer.price(self.collective, ch[0], self.procs, size, dict(ch[1]))[0]
+            except Unavailable:
+                self._checks[key] = False
+            else:
+                self._checks[key] = again * (1 + self.tolerance) < native
+        return self._checks[key]
+
+    def _good_enough(self, ch: Choice, size: int) -> bool:
+        """True if ``ch`` is within the tolerance of the winner at ``size``."""
+        return self.time(ch, size) <= self.time(self.winner(size), size) * (1 + self.tolerance)
 
     def _beats(self, a: Choice, b: Choice, size: int) -> bool:
         """True if ``a`` is at least as good as ``b`` at ``size`` (native wins ties)."""
@@ -217,6 +249,8 @@ class Tuner:
         a, b = self.winner(lo), self.winner(hi)
         if a == b or hi - lo <= max(1, int(self.resolution * lo)) or depth > 8:
             return
+        if self.tolerance and self._good_enough(a, hi):
+            return  # a holds up to hi (see rules)
         left, right = lo, hi
         while right - left > max(1, int(self.resolution * left)):
             mid = (left + right) // 2
@@ -242,6 +276,8 @@ class Tuner:
         prev: Choice | None = None
         for i, s in enumerate(points):
             w = self.winner(s)
+            if self.tolerance and prev is not None and w[0] != NATIVE and w != prev and self._good_enough(prev, s):
+                w = prev
             if w != prev:
                 start = 0 if not rules else s
                 if rules:
@@ -270,13 +306,13 @@ def _blocks(per_procs: list[tuple[int, tuple[Rule, ...], tuple[Sample, ...]]]) -
 
 def tune_collective(pricer: Pricer, collective: str, procs_list: Iterable[int], max_size: int,
                     resolution: float = 0.0, progress: Callable[[], None] | None = None,
-                    space: Space = REGISTRY_SPACE) -> tuple[Block, ...]:
+                    space: Space = REGISTRY_SPACE, tolerance: float = 0.0) -> tuple[Block, ...]:
     """The blocks of one collective: rules at each process count of ``procs_list`` for sizes
     0 .. ``max_size`` bytes (a barrier has size 0 only), choosing among ``space``."""
     sizes = [0] if get_collective(collective).synchronizes else grid_sizes(max_size)
     per_procs = []
     for procs in sorted(set(procs_list)):
-        t = Tuner(pricer, collective, procs, resolution, space)
+        t = Tuner(pricer, collective, procs, resolution, space, tolerance)
         rules = t.rules(sizes)
         per_procs.append((procs, rules, tuple(t.samples[s] for s in sorted(t.samples))))
         if progress is not None:
@@ -287,20 +323,25 @@ def tune_collective(pricer: Pricer, collective: str, procs_list: Iterable[int], 
 def build_table(pricer: Pricer, method: Method, collectives: Iterable[str], procs_list: Sequence[int],
                 max_size: int, provenance: Provenance, *, model: str | None = None, profile: str | None = None,
                 time_unit: str = "s", native: str = "", resolution: float = 0.0,
-                progress: Callable[[], None] | None = None, library: str = "colltune") -> DecisionTable:
+                progress: Callable[[], None] | None = None, library: str = "colltune",
+                space: Space | None = None, tolerance: float = 0.0) -> DecisionTable:
     """A :class:`DecisionTable` for ``collectives`` at the process counts ``procs_list`` (each >= 1)
     and sizes up to ``max_size`` bytes, priced by ``pricer``, choosing among colltune's algorithms
     or, with ``library`` ``"mpich"``, among that library's own (:mod:`colltune.tune.targets`;
-    ``pricer`` then prices their registry equivalents)."""
+    ``pricer`` then prices their registry equivalents).  With ``space`` given, the candidates are
+    its own and ``pricer`` prices them as they are (the hybrid and library timers do).
+    ``tolerance``: see :attr:`Tuner.tolerance` (0 for predictions, which have no noise)."""
     if not procs_list or min(procs_list) < 1:
         raise ParameterError(f"process counts must be >= 1, got {list(procs_list)}")
     if max_size < 0:
         raise ParameterError(f"the largest size must be >= 0 bytes, got {max_size}")
-    space: Space = REGISTRY_SPACE
-    if library != "colltune":
-        from colltune.tune.targets import LibraryPricer, LibrarySpace
+    if space is None:
+        space = REGISTRY_SPACE
+        if library != "colltune":
+            from colltune.tune.targets import LibraryPricer, LibrarySpace
 
-        space, pricer = LibrarySpace(library), LibraryPricer(pricer, library)
-    table = {c: tune_collective(pricer, c, procs_list, max_size, resolution, progress, space) for c in collectives}
+            space, pricer = LibrarySpace(library), LibraryPricer(pricer, library)
+    table = {c: tune_collective(pricer, c, procs_list, max_size, resolution, progress, space, tolerance)
+             for c in collectives}
     return DecisionTable(method=method, model=model, profile=profile, time_unit=time_unit,  # type: ignore[arg-type]
                          native=native, provenance=provenance, collectives=table, library=library)

@@ -35,7 +35,7 @@ NATIVE = "native"
 TABLE_ENV = "COLLTUNE_TABLE"
 
 #: How a table's times were obtained.
-Method = Literal["model", "simulate", "measure"]
+Method = Literal["model", "simulate", "measure", "hybrid"]
 
 
 class TableError(ColltuneError, ValueError):

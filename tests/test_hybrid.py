@@ -1,0 +1,163 @@
+"""The hybrid tuner: what it times and what it does not, and how timed (noisy) choices are decided.
+
+The MPI side (forcing MPICH through MPI_T, ``colltune tune --method hybrid`` under mpiexec) is
+tested in tests/test_targets.py; here the predictor and the timer are stand-ins with known prices.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from colltune.models import Unavailable
+from colltune.profiles.format import Provenance
+from colltune.tune import NATIVE, Tuner, build_table
+from colltune.tune.hybrid import HybridPricer
+
+
+@dataclass
+class Space:
+    """Candidates a, b, c with one parameter x in {1, 2}."""
+
+    names_: tuple[str, ...] = ("a", "b", "c")
+
+    def names(self, collective: str) -> list[str]:
+        return list(self.names_)
+
+    def combos(self, collective: str, name: str, procs: int, size: int) -> list[dict[str, Any]]:
+        return [{"x": 1}, {"x": 2}]
+
+
+@dataclass
+class Table:
+    """A pricer from a table of prices by (name, x) (native: key (native, 0)); records its calls."""
+
+    prices: dict[tuple[str, int], float]
+    calls: list[tuple[str, int, int]] = field(default_factory=list)
+
+    def price(self, collective: str, algorithm: str, procs: int, size: int,
+              params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+        key = (algorithm, int(params.get("x", 0)))
+        self.calls.append((algorithm, key[1], size))
+        if key not in self.prices:
+            raise Unavailable(f"{key} has no price")
+        return self.prices[key], dict(params)
+
+
+PREDICTED = {(NATIVE, 0): 10.0, ("a", 1): 5.0, ("a", 2): 7.4, ("b", 1): 7.6, ("b", 2): 20.0, ("c", 1): 100.0}
+
+
+def test_only_candidates_predicted_within_the_margin_are_timed() -> None:
+    timer = Table({k: 1.0 for k in [*PREDICTED, ("c", 2)]})
+    hybrid = HybridPricer(Table(PREDICTED), timer, Space(), margin=0.5)
+    for name in ("a", "b", "c"):
+        for x in (1, 2):
+            try:
+                hybrid.price("bcast", name, 4, 64, {"x": x})
+            except Unavailable as exc:
+                assert "not timed" in str(exc) or "no price" in str(exc)
+    hybrid.price("bcast", NATIVE, 4, 64, {})
+    # best 5.0: within 7.5 are a(1), a(2) and native (always); b(1) = 7.6 and the rest are not;
+    # c(2) cannot be predicted, so it is not timed either.
+    assert sorted(c[:2] for c in timer.calls) == [("a", 1), ("a", 2), (NATIVE, 0)]
+    assert (hybrid.timed, hybrid.pruned, hybrid.unforceable) == (3, 4, 0)
+    assert "3 timings; 4 candidates not timed" in hybrid.summary()
+
+
+def test_a_candidate_the_timer_cannot_run_is_counted_and_unavailable() -> None:
+    timer = Table({(NATIVE, 0): 1.0, ("a", 1): 1.0})
+    hybrid = HybridPricer(Table(PREDICTED), timer, Space(), margin=0.5)
+    with pytest.raises(Unavailable):
+        hybrid.price("bcast", "a", 4, 64, {"x": 2})
+    assert (hybrid.timed, hybrid.pruned, hybrid.unforceable) == (0, 0, 1)
+
+
+def test_the_margin_must_not_be_negative() -> None:
+    with pytest.raises(ValueError, match="margin"):
+        HybridPricer(Table(PREDICTED), Table({}), Space(), margin=-0.1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(st.sampled_from([("a", 1), ("a", 2), ("b", 1), ("b", 2), ("c", 1), ("c", 2)]),
+                       st.floats(0.1, 100.0), min_size=1),
+       st.floats(0.1, 100.0), st.floats(0.0, 3.0))
+def test_the_hybrid_never_times_a_candidate_predicted_far_behind(predicted: dict[tuple[str, int], float],
+                                                                 native: float, margin: float) -> None:
+    prices = {**predicted, (NATIVE, 0): native}
+    timer = Table({k: 1.0 for k in prices})
+    hybrid = HybridPricer(Table(prices), timer, Space(), margin=margin)
+    table = build_table(hybrid, "hybrid", ["bcast"], [4], 4, Provenance(source="test"), space=Space(), tolerance=0.05)
+    best = min(prices.values())
+    timed = {(a, x) for a, x, _ in timer.calls}
+    assert (NATIVE, 0) in timed
+    assert all(prices[k] <= (1 + margin) * best for k in timed if k[0] != NATIVE)  # native: always timed
+    within = sum(1 for k in predicted if prices[k] <= (1 + margin) * best)
+    assert hybrid.pruned == (6 - within) * len(timer_sizes(table))  # unpredicted ones are not timed either
+    assert all(r.algorithm == NATIVE or (r.algorithm, r.params["x"]) in timed for r in table.collectives["bcast"][0].rules)
+
+
+def timer_sizes(table: Any) -> list[int]:
+    """The sizes the tuner sampled (0, 1, 2, 4 for a largest size of 4 bytes, no crossovers: every
+    timing is 1.0, so native wins everywhere)."""
+    return [s.size for s in table.collectives["bcast"][0].samples]
+
+
+@dataclass
+class Noisy:
+    """A timer whose prices come from a queue per (name, x), then stay at their last value."""
+
+    queues: dict[tuple[str, int], list[float]]
+
+    def price(self, collective: str, algorithm: str, procs: int, size: int,
+              params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+        q = self.queues[(algorithm, int(params.get("x", 0)))]
+        return (q.pop(0) if len(q) > 1 else q[0]), dict(params)
+
+
+def tuner(queues: dict[tuple[str, int], list[float]], tolerance: float) -> Tuner:
+    return Tuner(Noisy(queues), "bcast", 4, space=Space(("a",)), tolerance=tolerance)
+
+
+def test_native_is_kept_within_the_tolerance() -> None:
+    t = tuner({(NATIVE, 0): [1.04], ("a", 1): [1.0], ("a", 2): [2.0]}, 0.05)
+    assert t.winner(64) == (NATIVE, ())
+
+
+def test_a_choice_that_wins_once_but_not_when_timed_again_is_not_taken() -> None:
+    t = tuner({(NATIVE, 0): [1.0], ("a", 1): [0.5, 0.99], ("a", 2): [2.0]}, 0.05)
+    assert t.winner(64) == (NATIVE, ())
+    t = tuner({(NATIVE, 0): [1.0], ("a", 1): [0.5, 0.6], ("a", 2): [2.0]}, 0.05)
+    assert t.winner(64) == ("a", (("x", 1),))
+
+
+def test_without_a_tolerance_the_fastest_wins_as_before() -> None:
+    t = tuner({(NATIVE, 0): [1.0], ("a", 1): [0.99], ("a", 2): [2.0]}, 0.0)
+    assert t.winner(64) == ("a", (("x", 1),))
+    t = tuner({(NATIVE, 0): [1.0], ("a", 1): [1.0], ("a", 2): [2.0]}, 0.0)
+    assert t.winner(64) == (NATIVE, ())
+
+
+@dataclass
+class BySize:
+    """Prices that depend on the size: a is fast below 100 bytes, b above; at 64 b is 3 % better."""
+
+    def price(self, collective: str, algorithm: str, procs: int, size: int,
+              params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+        if algorithm == NATIVE:
+            return 10.0, {}
+        if algorithm == "a":
+            return (1.0 if size < 100 else 5.0), dict(params)
+        return (0.97 if size == 64 else 1.0 if size < 100 else 2.0), dict(params)
+
+
+def test_the_choice_of_the_size_below_is_kept_within_the_tolerance() -> None:
+    t = Tuner(BySize(), "bcast", 4, space=Space(("a", "b")), tolerance=0.05)
+    rules = t.rules([0, 1, 2, 4, 8, 16, 32, 64, 128])
+    names = [r.algorithm for r in rules]
+    assert names[0] == "a" and names[-1] == "b" and len(rules) == 2
+    assert rules[1].size_min > 64 and not math.isinf(rules[1].size_min)
