@@ -6,14 +6,16 @@ Run: ``python benchmarks/library_testbed.py [--hosts 8] [--link 100Mbit] [--max-
 Brings up a testbed (``colltune testbed up``: one switch, ``--hosts`` hosts, ``--link`` links,
 one rank per host), then as a new user would:
 
-1. ``colltune testbed run -- python -m colltune probe --quick``: a profile of the testbed;
-2. ``colltune tune --method simulate --procs HOSTS --library mpich --mpich-json``: a table of
-   MPICH's own algorithms (timed: the issue's target is 5 minutes, probe included), and, for
-   comparison, the same with colltune's algorithms (``--library colltune``, exported to their
-   nearest MPICH equivalents: what a user got before);
-3. ``colltune bench --library mpich --testbed --forced`` on each table, 4 KiB to ``--max-size``:
-   the OSU-like C client with MPICH's defaults, with the exported file, and with each of MPICH's
-   own algorithms forced, alternating over ``--rounds`` rounds (medians);
+1. ``colltune testbed run -- python -m colltune tune --library mpich --procs HOSTS --max-size M
+   -o T --mpich-json F``: the issue's target command (timed: 5 minutes at most, its in-job probe
+   included); under the launcher it runs ``--method hybrid``, which simulates MPICH's algorithms
+   and times the contenders by forcing MPICH to run them;
+2. for comparison, ``probe --quick`` and ``tune --method simulate --library mpich`` on that
+   profile (choosing by the simulation alone, as before the hybrid method);
+3. ``colltune bench --library mpich --testbed`` on each table, 4 KiB to ``--max-size``: the
+   OSU-like C client with MPICH's defaults and with the exported file, alternating over
+   ``--rounds`` rounds (medians); for the hybrid table also with each of MPICH's own algorithms
+   forced (``--forced``), through a selection file, each in a job of its own;
 4. a native-only table through the same path, to show the noise floor (both runs are MPICH's
    default decision, but the file's runs go through ``MPIR_CVAR_DEVICE_COLLECTIVES=none``).
 
@@ -35,6 +37,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from colltune.tune import fixed_table, read_table, write_table
+from colltune.tune.library_bench import geomean, read_library_bench
+from colltune.units import parse_bytes
+
 COLLECTIVES = ("bcast", "scatter", "gather", "allgather", "alltoall", "reduce", "allreduce")
 
 
@@ -47,8 +53,6 @@ def colltune(*args: str, timeout: float = 3600) -> str:
 
 
 def summary(path: Path) -> dict[str, dict[str, float]]:
-    from colltune.tune.library_bench import geomean, read_library_bench
-
     results = read_library_bench(path)
     out = {}
     for coll in results.collectives():
@@ -74,9 +78,6 @@ def main() -> None:
     parser.add_argument("--json", help="write the summaries here")
     parser.add_argument("--keep", help="keep the profile, tables and bench results in this directory")
     args = parser.parse_args()
-    from colltune.tune import fixed_table, write_table
-    from colltune.units import parse_bytes
-
     top = parse_bytes(args.max_size)
     sizes = ",".join(str(s) for s in (1 << k for k in range(12, 31)) if s <= top)
     colls = [a for c in COLLECTIVES for a in ("-c", c)]
@@ -86,39 +87,39 @@ def main() -> None:
         d.mkdir(parents=True, exist_ok=True)
         colltune("testbed", "up", "--hosts", str(args.hosts), "--link", args.link)
         try:
+            print("tune --library mpich (hybrid, in-job probe) ...", flush=True)
             start = time.perf_counter()
-            print("probe (--quick) ...", flush=True)
+            colltune("testbed", "run", "--", sys.executable, "-m", "colltune", "tune", "--library", "mpich", "--procs",
+                     str(args.hosts), "--max-size", args.max_size, "-o", str(d / "hybrid.json"), "--mpich-json",
+                     str(d / "hybrid-mpich.json"))
+            report["tune_hybrid_s"] = time.perf_counter() - start
+            report["hybrid_counts"] = read_table(d / "hybrid.json").provenance.notes[0]
+            print("probe --quick, tune --method simulate --library mpich ...", flush=True)
+            start = time.perf_counter()
             colltune("testbed", "run", "--", sys.executable, "-m", "colltune", "probe", "--quick", "-o",
                      str(d / "p.json"))
-            probe_s = time.perf_counter() - start
-            tables = {}
-            for target in ("mpich", "colltune"):
-                print(f"tune --library {target} ...", flush=True)
-                t0 = time.perf_counter()
-                colltune("tune", "--profile", str(d / "p.json"), "--method", "simulate", "--procs", str(args.hosts),
-                         "--max-size", args.max_size, "--library", target, "-o", str(d / f"{target}.json"),
-                         "--mpich-json", str(d / f"{target}-mpich.json"))
-                report[f"tune_{target}_s"] = time.perf_counter() - t0
-                tables[target] = d / f"{target}.json"
-            report["probe_s"] = probe_s
-            report["probe_and_tune_mpich_s"] = probe_s + float(report["tune_mpich_s"])  # type: ignore[arg-type]
+            colltune("tune", "--profile", str(d / "p.json"), "--method", "simulate", "--procs", str(args.hosts),
+                     "--max-size", args.max_size, "--library", "mpich", "-o", str(d / "simulate.json"),
+                     "--mpich-json", str(d / "simulate-mpich.json"))
+            report["probe_and_tune_simulate_s"] = time.perf_counter() - start
             write_table(fixed_table({c: ("native", {}) for c in COLLECTIVES}, "benchmarks/library_testbed.py"),
                         d / "native.json")
-            tables["native"] = d / "native.json"
+            tables = {"hybrid": d / "hybrid.json", "simulate": d / "simulate.json", "native": d / "native.json"}
             for name, table in tables.items():
                 print(f"bench --library mpich with the {name} table ...", flush=True)
                 out = d / f"bench-{name}.json"
                 colltune("bench", "--library", "mpich", "--testbed", "colltune", "--table", str(table), "--sizes",
                          sizes, *colls, "--reps", str(args.reps), "--rounds", str(args.rounds),
-                         *(["--forced"] if name == "mpich" else []), "-o", str(out))
+                         *(["--forced"] if name == "hybrid" else []), "-o", str(out))
                 report[name] = summary(out)
         finally:
             subprocess.run([sys.executable, "-m", "colltune", "testbed", "down"], check=False)
-    print(f"\nprobe {report['probe_s']:.0f} s, tune --library mpich {report['tune_mpich_s']:.0f} s "
-          f"(target: probe + tune <= 300 s)")
-    for name in ("mpich", "colltune", "native"):
+    print(f"\ntune --library mpich (hybrid, probe included) {report['tune_hybrid_s']:.0f} s (target <= 300 s); "
+          f"{report['hybrid_counts']}")
+    print(f"probe --quick + tune --method simulate {report['probe_and_tune_simulate_s']:.0f} s")
+    for name in ("hybrid", "simulate", "native"):
         print(f"\n{name} table: default / with the file (target >= 0.95 at every size)"
-              + ("; with the file / best forced (target <= 1.05)" if name == "mpich" else ""))
+              + ("; with the file / best forced (target <= 1.05)" if name == "hybrid" else ""))
         for coll, row in report[name].items():  # type: ignore[union-attr]
             line = (f"  {coll:<10} geomean {row['geomean']:.2f}  worst {row['worst']:.2f} at {row['worst_size']} B  "
                     f"below 0.95: {row['below_0.95']}/{row['sizes']}")

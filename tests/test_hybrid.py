@@ -6,7 +6,6 @@ tested in tests/test_targets.py; here the predictor and the timer are stand-ins 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -155,9 +154,9 @@ class BySize:
         return (0.97 if size == 64 else 1.0 if size < 100 else 2.0), dict(params)
 
 
-def test_the_choice_of_the_size_below_is_kept_within_the_tolerance() -> None:
+def test_among_other_choices_the_fastest_wins_even_by_less_than_the_tolerance() -> None:
+    """The tolerance only protects native: between two other choices, a smaller lead still wins
+    (a choice must be within 5 % of the best, and a tolerance on top of the noise would not be)."""
     t = Tuner(BySize(), "bcast", 4, space=Space(("a", "b")), tolerance=0.05)
     rules = t.rules([0, 1, 2, 4, 8, 16, 32, 64, 128])
-    names = [r.algorithm for r in rules]
-    assert names[0] == "a" and names[-1] == "b" and len(rules) == 2
-    assert rules[1].size_min > 64 and not math.isinf(rules[1].size_min)
+    assert [(r.algorithm, r.size_min) for r in rules] == [("a", 0), ("b", 64)]

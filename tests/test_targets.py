@@ -24,26 +24,27 @@ from colltune.tune import NATIVE, Block, DecisionTable, Rule, build_table, read_
 from colltune.tune.export import mpich_json, openmpi_rules
 from colltune.tune.select import SimPricer
 from colltune.tune.table import TableError, parse_table
-from colltune.tune.targets import MPICH_ALGORITHMS, LibraryPricer, catalogue_markdown, library_algorithm
+from colltune.tune.targets import MPICH_ALGORITHMS, TARGETS, LibraryPricer, catalogue_markdown, library_algorithm
 
 MPI_DIR = Path(__file__).parent / "mpi"
 MPIEXEC = Path(sys.executable).parent / "mpiexec"
 LOGGOPS = LogGP(L=5e-6, o=1.5e-6, g=1e-6, G=1e-9, O=0.0, S=65536)
 
 
-def every_mpich_table(procs: int = 8, procs_max: int = 64) -> DecisionTable:
-    """Every MPICH algorithm colltune prices, each variant at ``procs`` ranks and 64 KiB, and
-    native, each owning RULE_STEP bytes, for 1..procs_max ranks."""
+def every_mpich_table(procs: int = 8, procs_max: int = 64, library: str = "mpich") -> DecisionTable:
+    """Every MPICH (or ``library``) algorithm colltune prices, each variant at ``procs`` ranks and
+    64 KiB, and native, each owning RULE_STEP bytes, for 1..procs_max ranks."""
     colls: dict[str, tuple[Block, ...]] = {}
     for coll in ("bcast", "scatter", "gather", "allgather", "alltoall", "reduce", "allreduce", "barrier"):
-        choices = [(NATIVE, {})] + [(a.name, v) for (c, _), a in MPICH_ALGORITHMS.items() if c == coll
+        choices = [(NATIVE, {})] + [(a.name, v) for (c, _), a in TARGETS[library].items() if c == coll
                                     for v in a.variants(procs, 65536)]
         if coll == "barrier":
             choices = choices[1:]
         rules = tuple(Rule(size_min=i * RULE_STEP, size_max=None if i + 1 == len(choices) else (i + 1) * RULE_STEP - 1,
                            algorithm=name, params=params) for i, (name, params) in enumerate(choices))
         colls[coll] = (Block(procs_min=1, procs_max=procs_max, tuned_at=(procs,), rules=rules),)
-    return DecisionTable(method="model", provenance=Provenance(source="tests"), collectives=colls, library="mpich")
+    return DecisionTable(method="model", provenance=Provenance(source="tests"), collectives=colls,
+                         library=library)  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="module")
@@ -136,9 +137,27 @@ def test_cli_library_target(tmp_path: Path) -> None:
         assert not (tmp_path / "u.json").exists()
 
 
+def test_cli_open_mpi_target(tmp_path: Path) -> None:
+    runner = CliRunner()
+    out = tmp_path / "t.json"
+    res = runner.invoke(main, ["tune", "--profile", "builtin:ethernet-10g-tcp", "--library", "openmpi", "--procs", "4",
+                               "-c", "bcast", "-c", "alltoall", "--max-size", "64KiB", "-o", str(out),
+                               "--openmpi-rules", str(tmp_path / "o.rules"), "--openmpi-json", str(tmp_path / "o.json")])
+    assert res.exit_code == 0, res.output
+    table = read_table(out)
+    assert table.library == "openmpi"
+    names = {r.algorithm for blocks in table.collectives.values() for r in blocks[0].rules}
+    assert names <= {NATIVE, *(n for _, n in TARGETS["openmpi"])}
+    assert json.loads((tmp_path / "o.json").read_text())["collectives"]["bcast"]
+    res = runner.invoke(main, ["tune", "--profile", "builtin:ethernet-10g-tcp", "--library", "openmpi",
+                               "-o", str(tmp_path / "u.json"), "--mpich-json", str(tmp_path / "m.json")])
+    assert res.exit_code == 2 and "exports to openmpi only" in res.output
+
+
 def test_docs_list_the_catalogue() -> None:
     text = (Path(__file__).parent.parent / "docs" / "tune.md").read_text()
     assert catalogue_markdown("mpich") in text
+    assert catalogue_markdown("openmpi") in text
 
 
 @pytest.fixture(scope="module")
@@ -166,20 +185,22 @@ def test_mpich_runs_every_algorithm_of_the_catalogue_correctly(every_mpich: Path
 def test_forcing_runs_each_mpich_algorithm_and_switches_what_mpich_runs(procs: int) -> None:
     env = {**os.environ, "MPIR_CVAR_COLLECTIVE_FALLBACK": "error"}
     res = run_bounded([str(MPIEXEC), "-n", str(procs), sys.executable, "-m", "mpi4py", str(MPI_DIR / "forcing_check.py"),
-                       "4096"], 300, f"forcing_check on {procs}", env=env)
+                       "mpich", "4096"], 300, f"forcing_check on {procs}", env=env)
     assert res.returncode == 0, res.stderr[-3000:]
-    assert f"forcing check passed: P={procs}" in res.stdout
+    assert f"forcing check passed: mpich P={procs}" in res.stdout
     if procs & (procs - 1):
         assert "signature=error as forced" in res.stdout
     assert "not forceable=0" not in res.stdout or procs == 1  # the knomial tree variants cannot be forced
 
 
-def hybrid_run(tmp_path: Path, procs: int, *extra: str) -> tuple[object, DecisionTable | None]:
+def hybrid_run(tmp_path: Path, procs: int, *extra: str, library: str = "mpich") -> tuple[object, DecisionTable | None]:
     out = tmp_path / "hybrid.json"
-    res = run_bounded([str(MPIEXEC), "-n", str(procs), sys.executable, "-m", "colltune", "tune", "--library", "mpich",
+    export = ["--mpich-json", str(tmp_path / "m.json")] if library == "mpich" else ["--openmpi-rules",
+                                                                                    str(tmp_path / "o.rules")]
+    res = run_bounded([str(MPIEXEC), "-n", str(procs), sys.executable, "-m", "colltune", "tune", "--library", library,
                        "--profile", "builtin:ethernet-10g-tcp", "-c", "bcast", "-c", "allreduce", "--max-size", "2KiB",
-                       "--reps", "2", "--warmup", "0", "-o", str(out), "--mpich-json", str(tmp_path / "m.json"),
-                       *extra], 300, f"tune --method hybrid on {procs}")
+                       "--reps", "2", "--warmup", "0", "-o", str(out), *export, *extra], 300,
+                      f"tune --method hybrid on {procs}")
     return res, (read_table(out) if out.exists() else None)
 
 
@@ -212,3 +233,43 @@ def test_hybrid_refuses_other_process_counts_on_every_rank(tmp_path: Path) -> No
     res, table = hybrid_run(tmp_path, 2, "--procs", "8")
     assert res.returncode == 2 and table is None  # type: ignore[attr-defined]
     assert res.stderr.count("tunes at the job's 2 processes") == 1  # type: ignore[attr-defined]
+
+
+def test_forcing_runs_each_open_mpi_algorithm(openmpi_venv: Path, colltune_sitedir: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(colltune_sitedir), "OMPI_ALLOW_RUN_AS_ROOT": "1",
+           "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    res = run_bounded([str(openmpi_venv / "bin" / "mpirun"), "--oversubscribe", "-n", "3",
+                       str(openmpi_venv / "bin" / "python"), "-m", "mpi4py", str(MPI_DIR / "forcing_check.py"),
+                       "openmpi", "4096"], 300, "forcing_check under Open MPI", env=env)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "forcing check passed: openmpi P=3" in res.stdout
+
+
+def test_open_mpi_runs_every_algorithm_of_its_catalogue_from_the_export(tmp_path: Path, openmpi_venv: Path) -> None:
+    table = every_mpich_table(library="openmpi")
+    rules, notes = openmpi_rules(table)
+    assert notes and all(n.startswith(("Open MPI: scatter", "Open MPI: reduce", "Open MPI: allreduce")) for n in notes)
+    # written as decided; only what Open MPI's rules file cannot carry safely is left to it (export.py)
+    (tmp_path / "ompi.rules").write_text(rules)
+    lines = {tuple(line.split()) for line in rules.splitlines()}
+    for coll in ("bcast",):  # sizes not scaled by P: every boundary reads back as decided
+        for rule in table.collectives[coll][0].rules[1:]:
+            number = TARGETS["openmpi"][(coll, rule.algorithm)].number
+            row = (rule.size_min, number, 0, rule.params.get("segsize", 0), rule.params.get("max_requests", 0))
+            assert tuple(str(v) for v in row) in lines, (coll, rule)
+    env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+           "OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
+           "OMPI_MCA_coll_tuned_dynamic_rules_filename": str(tmp_path / "ompi.rules")}
+    rules_count = max(len(blocks[0].rules) for blocks in table.collectives.values())
+    counts = ",".join(str(c) for c in [0] + [i * (RULE_STEP // 8) + 50 for i in range(rules_count)])
+    res = run_bounded([str(openmpi_venv / "bin" / "mpirun"), "--oversubscribe", "-n", "3",
+                       str(openmpi_venv / "bin" / "python"), "-m", "mpi4py", str(MPI_DIR / "library_check.py"),
+                       counts], 400, "library_check under Open MPI", env=env)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "library check passed: P=3" in res.stdout
+
+
+def test_hybrid_for_open_mpi_refuses_an_mpich_job(tmp_path: Path) -> None:
+    res, table = hybrid_run(tmp_path, 2, library="openmpi")
+    assert res.returncode == 2 and table is None  # type: ignore[attr-defined]
+    assert res.stderr.count("needs Open MPI; this job runs MPICH") == 1  # type: ignore[attr-defined]

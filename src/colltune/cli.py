@@ -826,7 +826,7 @@ def _tune_measure(colls: list[str], procs: str | None, max_size: str | None, rep
     the table on rank 0, None on the others."""
     from mpi4py import MPI
 
-    from colltune.tune.forcing import MpichForcer
+    from colltune.tune.forcing import forcer_for
     from colltune.tune.measure import LibraryTimer, MeasurePricer
     from colltune.tune.targets import LibrarySpace
 
@@ -843,7 +843,7 @@ def _tune_measure(colls: list[str], procs: str | None, max_size: str | None, rep
                                 date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                                 colltune_version=__version__, mpi_library=library,
                                 hosts=tuple(comm.allgather(MPI.Get_processor_name())), procs=size)
-        forcer = MpichForcer(library) if target == "mpich" else None
+        forcer = forcer_for(target, library) if target != "colltune" else None
         try:
             pricer: Any = MeasurePricer(comm, reps, warmup) if forcer is None else LibraryTimer(comm, forcer, reps,
                                                                                                  warmup)
@@ -864,7 +864,7 @@ def _tune_hybrid(colls: list[str], procs: str | None, max_size: str | None, reps
     :mod:`colltune.tune.hybrid`); the table on rank 0, None on the others."""
     from mpi4py import MPI
 
-    from colltune.tune.forcing import MpichForcer
+    from colltune.tune.forcing import forcer_for
     from colltune.tune.measure import LibraryTimer, MeasurePricer
     from colltune.tune.targets import LibraryPricer, LibrarySpace
 
@@ -879,7 +879,7 @@ def _tune_hybrid(colls: list[str], procs: str | None, max_size: str | None, reps
         profile = _job_profile(comm, profile_spec, say)
         predictor, name = _pricer(profile, "simulate", model)
         library = MPI.Get_library_version().strip()
-        forcer = MpichForcer(library) if target == "mpich" else None
+        forcer = forcer_for(target, library) if target != "colltune" else None
         try:
             if forcer is not None:
                 space: Any = LibrarySpace(target)
@@ -948,9 +948,8 @@ def under_mpi_launcher() -> bool:
 #: Measured crossovers are bisected until the interval is within 1/8 of its lower end: timings
 #: of neighbouring sizes differ by less than their noise below that.
 MEASURE_RESOLUTION = 1 / 8
-#: Timed choices within 5 % of each other count as equal (native, then the choice of the size below,
-#: is kept): the bar issue #19 sets for a choice against the best one, and below the spread of
-#: repeated timings of one algorithm on the testbed.
+#: A timed choice must beat native by more than 5 %, twice, to be taken: the bar issue #19 sets for
+#: a choice against the best one, and below the spread of repeated timings on the testbed.
 MEASURE_TOLERANCE = 0.05
 
 

@@ -1,13 +1,13 @@
-"""Under mpiexec (MPICH): force each of MPICH's catalogued algorithms in turn through MPI_T
-(:class:`colltune.tune.forcing.MpichForcer`), call the collective, and check its result against
-the closed form; then check that forcing really switches what MPICH runs, and that everything is
-put back.
+"""Under mpiexec (MPICH or Open MPI): force each of the library's catalogued algorithms in turn
+through MPI_T (:mod:`colltune.tune.forcing`), call the collective (on a communicator duplicated
+after forcing where the library needs one), and check its result against the closed form; then
+check that everything is put back.
 
-The signature that forcing switches the algorithm on the next call: with
+MPICH also shows that forcing switches what it runs on the next call: with
 ``MPIR_CVAR_COLLECTIVE_FALLBACK=error`` (set by the test), an algorithm whose precondition fails
 (recursive-doubling allgather on a count of processes that is not a power of two) makes MPICH
 return an error instead of running its own choice; with ``auto`` the same call succeeds.
-Usage: python -m mpi4py forcing_check.py BYTES
+Usage: python -m mpi4py forcing_check.py mpich|openmpi BYTES
 """
 
 import sys
@@ -15,14 +15,16 @@ import sys
 import numpy as np
 from mpi4py import MPI
 
-from colltune.tune.forcing import ForcingError, MpichForcer
-from colltune.tune.targets import MPICH_ALGORITHMS
+from colltune.tune.forcing import ForcingError, MpichForcer, forcer_for
+from colltune.tune.targets import TARGETS
 
-comm = MPI.COMM_WORLD
-P, me = comm.Get_size(), comm.Get_rank()
-size = int(sys.argv[1])
-forcer = MpichForcer(MPI.Get_library_version())
-original = forcer._mpit.read_int("MPIR_CVAR_BCAST_INTRA_ALGORITHM")
+world = MPI.COMM_WORLD
+P, me = world.Get_size(), world.Get_rank()
+library, size = sys.argv[1], int(sys.argv[2])
+forcer = forcer_for(library, MPI.Get_library_version())
+watched = "MPIR_CVAR_BCAST_INTRA_ALGORITHM" if library == "mpich" else "coll_tuned_bcast_algorithm"
+original = forcer._mpit.read_int(watched)
+comm = world
 
 
 def val(rank, n):
@@ -75,7 +77,7 @@ def run(coll, n):
 
 n = max(1, size // 8)
 forced = skipped = 0
-for (coll, name), entry in MPICH_ALGORITHMS.items():
+for (coll, name), entry in TARGETS[library].items():
     if entry.pow2_only and P & (P - 1):
         continue  # MPICH's guard: the fallback check below is about exactly this
     for params in entry.variants(P, size):
@@ -83,32 +85,44 @@ for (coll, name), entry in MPICH_ALGORITHMS.items():
             skipped += 1
             continue
         forcer.force(coll, name, params)
+        comm = world.Dup() if forcer.fresh_communicator else world
         run(coll, n)
+        if comm is not world:
+            comm.Free()
         forcer.restore()
         forced += 1
-assert forcer._mpit.read_int("MPIR_CVAR_BCAST_INTRA_ALGORITHM") == original, "not restored"
-assert forcer.forceable("bcast", "tree", {"tree_type": "knomial_1", "k": 2}) is not None
+comm = world
+assert forcer._mpit.read_int(watched) == original, "not restored"
 
-# The signature: a forced algorithm whose precondition fails is an error under FALLBACK=error.
-signature = "skipped (power of two)"
-if P & (P - 1):
-    comm.Set_errhandler(MPI.ERRORS_RETURN)
-    forcer.force("allgather", "recursive_doubling", {})
+signature = "none"
+if library == "mpich":
+    assert forcer.forceable("bcast", "tree", {"tree_type": "knomial_1", "k": 2}) is not None
+    # A forced algorithm whose precondition fails is an error under FALLBACK=error.
+    signature = "skipped (power of two)"
+    if P & (P - 1):
+        forcer.force("allgather", "recursive_doubling", {})
+        try:
+            run("allgather", n)
+        except MPI.Exception:
+            signature = "error as forced"
+        else:
+            raise AssertionError(f"rank {me}: forced recursive doubling ran on {P} processes")
+        forcer.restore()
+        run("allgather", n)  # auto again: no error
     try:
-        run("allgather", n)
-    except MPI.Exception:
-        signature = "error as forced"
+        MpichForcer("Open MPI v5.0.0")
+    except ForcingError as exc:
+        assert "needs MPICH" in str(exc)
     else:
-        raise AssertionError(f"rank {me}: forced recursive doubling ran on {P} processes")
-    forcer.restore()
-    run("allgather", n)  # auto again: no error
-try:
-    MpichForcer("Open MPI v5.0.0")
-except ForcingError as exc:
-    assert "needs MPICH" in str(exc)
+        raise AssertionError("forcing accepted a non-MPICH library")
 else:
-    raise AssertionError("forcing accepted a non-MPICH library")
+    try:
+        forcer_for("mpich", MPI.Get_library_version())
+    except ForcingError as exc:
+        assert "needs MPICH" in str(exc)
+    else:
+        raise AssertionError("the MPICH forcer accepted Open MPI")
 forcer.close()
-comm.Barrier()
+world.Barrier()
 if me == 0:
-    print(f"forcing check passed: P={P} forced={forced} not forceable={skipped} signature={signature}")
+    print(f"forcing check passed: {library} P={P} forced={forced} not forceable={skipped} signature={signature}")

@@ -27,7 +27,7 @@ from typing import Any
 
 from colltune.tune.libraries import MPICH, OPENMPI, OPENMPI_IDS, MPICHAlgorithm
 from colltune.tune.table import NATIVE, Block, DecisionTable, Rule, TableError
-from colltune.tune.targets import MPICH_ALGORITHMS
+from colltune.tune.targets import MPICH_ALGORITHMS, OPENMPI_ALGORITHMS
 
 #: Left to Open MPI's fixed rules: a rules file cannot test for a non-commutative operation, and
 #: several of Open MPI's reduce and allreduce algorithms then combine out of rank order (seen with
@@ -73,10 +73,15 @@ def _procs_blocks(blocks: tuple[Block, ...], per_procs: bool) -> list[tuple[int,
     return out
 
 
-def _ompi_rule(collective: str, rule: Rule, notes: list[str]) -> tuple[int, int, int, int]:
-    """``(algorithm, faninout, segsize, max_requests)`` of one rule."""
+def _ompi_rule(collective: str, rule: Rule, notes: list[str], own: bool = False) -> tuple[int, int, int, int]:
+    """``(algorithm, faninout, segsize, max_requests)`` of one rule; ``own``: the rule names one of
+    Open MPI's algorithms (a table tuned with ``--library openmpi``), written as decided."""
     if rule.algorithm == NATIVE:
         return 0, 0, 0, 0
+    if own:
+        a = OPENMPI_ALGORITHMS[(collective, rule.algorithm)]
+        return (a.number, int(rule.params.get("faninout", 0)), int(rule.params.get("segsize", 0)),
+                int(rule.params.get("max_requests", 0)))
     o = OPENMPI[(collective, rule.algorithm)]
     _note(notes, "Open MPI", collective, rule.algorithm, f"{o.name} ({o.number})", o.exact, o.note)
     seg = int(rule.params[o.segsize_from]) if o.segsize_from else 0
@@ -130,7 +135,7 @@ def openmpi_rules(table: DecisionTable) -> tuple[str, list[str]]:
             sizes = _ompi_sizes(coll, block, lo)
             out += [f"{lo}", f"{len(sizes)}"]
             for start, r in sizes:
-                alg, fan, seg, req = _ompi_rule(coll, r, notes)
+                alg, fan, seg, req = _ompi_rule(coll, r, notes, table.library == "openmpi")
                 out.append(f"{start} {alg} {fan} {seg} {req}")
         out += [f"{entries[-1][1] + 1}", "1", "0 0 0 0 0"]
     return "\n".join(out) + "\n", notes
@@ -147,10 +152,12 @@ def openmpi_json(table: DecisionTable) -> tuple[dict[str, Any], list[str]]:
             sizes = _ompi_sizes(coll, block, lo)
             rules = []
             for i, (start, r) in enumerate(sizes):
-                alg, fan, seg, req = _ompi_rule(coll, r, notes)
+                own = table.library == "openmpi"
+                alg, fan, seg, req = _ompi_rule(coll, r, notes, own)
                 if not alg:
                     continue  # no rule: Open MPI's fixed decision
-                rule: dict[str, Any] = {"msg_size_min": start, "alg": OPENMPI[(coll, r.algorithm)].name}
+                rule: dict[str, Any] = {"msg_size_min": start,
+                                        "alg": r.algorithm if own else OPENMPI[(coll, r.algorithm)].name}
                 if i + 1 < len(sizes):
                     rule["msg_size_max"] = sizes[i + 1][0] - 1
                 rule.update({k: v for k, v in (("faninout", fan), ("seg_size", seg), ("reqs", req)) if v})

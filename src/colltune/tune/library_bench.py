@@ -260,15 +260,16 @@ def geomean(values: Sequence[float]) -> float:
     return math.exp(statistics.fmean(math.log(v) for v in values))
 
 
-#: Chunk sizes (bytes) at which a pipelined algorithm is forced: MPICH's default chunk
-#: (MPIR_CVAR_BCAST_TREE_PIPELINE_CHUNK_SIZE, 8192) and a large one.
+#: Chunk and segment sizes (bytes) at which a pipelined algorithm is forced: MPICH's default chunk
+#: (MPIR_CVAR_BCAST_TREE_PIPELINE_CHUNK_SIZE, 8192) and a large one (and Open MPI's segment size 0,
+#: the whole message).
 FORCED_CHUNKS = (8192, 65536)
 
 
 def forced_runs(library: str, collectives: Sequence[str], procs: int) -> list[dict[str, tuple[str, dict]]]:
     """The runs that force each of ``library``'s algorithms (:mod:`colltune.tune.targets`) that
     can run on ``procs`` ranks, every collective at once: run i forces the i-th algorithm of each
-    collective that has one.  Pipelined ones are forced at :data:`FORCED_CHUNKS`."""
+    collective that has one.  Pipelined ones are forced at :data:`FORCED_CHUNKS` (and segment size 0)."""
     from colltune.models import Unavailable
     from colltune.tune.targets import TARGETS
 
@@ -278,7 +279,7 @@ def forced_runs(library: str, collectives: Sequence[str], procs: int) -> list[di
             if c != coll:
                 continue
             for params in a.variants(procs, max(FORCED_CHUNKS)):
-                if "chunk_size" in params and params["chunk_size"] not in FORCED_CHUNKS:
+                if any(params.get(key, 0) not in (0, *FORCED_CHUNKS) for key in ("chunk_size", "segsize")):
                     continue
                 try:
                     a.equivalent(procs, max(FORCED_CHUNKS), params)

@@ -1,6 +1,10 @@
 """Timing collectives in the running MPI job: the measuring tuner, the library timer of the hybrid
 tuner, and ``colltune bench``.
 
+The tuners price a candidate by :attr:`Timing.rank_median` (each rank's median call, the slowest
+rank's: what the OSU-style C client of ``bench --library`` reports, less its outliers); ``bench``
+records the median and quartiles of the slowest rank per repetition.
+
 One timing of a candidate: every rank builds the plan (:func:`colltune.runtime.plan`) on buffers
 of the right sizes, runs it ``warmup`` times, then ``reps`` times, each after a barrier, timing
 its own call with ``MPI.Wtime``.  A repetition's time is the slowest rank's (one ``allreduce``
@@ -25,19 +29,23 @@ from colltune.models import Unavailable
 from colltune.profiles.format import Provenance
 from colltune.runtime.api import plan
 from colltune.tune.bench import BenchPoint, BenchResults, BenchSeries, Predictor, bench_runs, predicted
-from colltune.tune.forcing import MpichForcer
+from colltune.tune.forcing import MpichForcer, OpenMPIForcer
 from colltune.tune.select import Pricer
 from colltune.tune.table import NATIVE, DecisionTable
 
 
 @dataclass(frozen=True)
 class Timing:
-    """Median and quartiles of a collective's time, in seconds, over ``reps`` repetitions."""
+    """Median and quartiles of a collective's time, in seconds, over ``reps`` repetitions (each
+    repetition's time the slowest rank's), and ``rank_median``: the largest over the ranks of each
+    rank's median time, the OSU-style figure (the slowest rank's typical call) without the
+    outliers an average keeps."""
 
     median: float
     q1: float
     q3: float
     reps: int
+    rank_median: float
 
 
 def _buffers(collective: str, procs: int, me: int, size: int) -> tuple[Any, ...]:
@@ -91,7 +99,8 @@ def time_collective(comm: MPI.Comm, collective: str, algorithm: str, size: int, 
     slowest = np.empty(reps)
     comm.Allreduce(mine, slowest, op=MPI.MAX)
     q1, med, q3 = np.percentile(slowest, [25, 50, 75])
-    return Timing(float(med), float(q1), float(q3), reps)
+    rank_median = comm.allreduce(float(np.median(mine)), op=MPI.MAX)
+    return Timing(float(med), float(q1), float(q3), reps, rank_median)
 
 
 @dataclass
@@ -114,18 +123,19 @@ class MeasurePricer:
             t = time_collective(self.comm, collective, algorithm, size, params, self.reps, self.warmup, self.budget)
         except ParameterError as exc:
             raise Unavailable(str(exc)) from None
-        return t.median, dict(params)
+        return t.rank_median, dict(params)
 
 
 @dataclass
 class LibraryTimer:
     """Prices one of the MPI library's own algorithms by forcing the library to run it in this job
-    (:class:`colltune.tune.forcing.MpichForcer`) and timing the library's collective as
+    (:mod:`colltune.tune.forcing`; on a communicator duplicated after forcing where the library
+    reads its choice when a communicator is created) and timing the library's collective as
     :func:`time_collective` times ``native``; ``native`` is the library's own decision under the
     same settings.  Raises :class:`Unavailable` for a candidate the job cannot force."""
 
     comm: MPI.Comm
-    forcer: MpichForcer
+    forcer: MpichForcer | OpenMPIForcer
     reps: int = 10
     warmup: int = 2
     budget: float | None = TIMING_BUDGET
@@ -138,11 +148,14 @@ class LibraryTimer:
         if why:
             raise Unavailable(why)
         self.forcer.force(collective, algorithm, params)
+        comm = self.comm.Dup() if self.forcer.fresh_communicator else self.comm
         try:
-            t = time_collective(self.comm, collective, NATIVE, size, {}, self.reps, self.warmup, self.budget)
+            t = time_collective(comm, collective, NATIVE, size, {}, self.reps, self.warmup, self.budget)
         finally:
+            if comm is not self.comm:
+                comm.Free()
             self.forcer.restore()
-        return t.median, dict(params)
+        return t.rank_median, dict(params)
 
 
 def bench(comm: MPI.Comm, table: DecisionTable, table_name: str, collectives: Sequence[str], sizes: Sequence[int],

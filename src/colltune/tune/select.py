@@ -160,9 +160,8 @@ class Tuner:
     procs: int
     resolution: float = 0.0
     space: Space = REGISTRY_SPACE
-    #: Relative difference below which two timed choices count as equal: ``native`` is kept unless
-    #: another choice is faster by more than this twice (:meth:`_confirmed`), and then the choice
-    #: of the size below is kept unless another is faster by more than this.
+    #: Relative difference below which a timed choice counts as no better than ``native``: native
+    #: is kept unless another choice is faster by more than this twice (:meth:`_confirmed`).
     tolerance: float = 0.0
     samples: dict[int, Sample] = field(default_factory=dict)
     _prices: dict[tuple[Choice, int], float] = field(default_factory=dict)
@@ -235,9 +234,6 @@ class Tuner:
                 self._checks[key] = again * (1 + self.tolerance) < native
         return self._checks[key]
 
-    def _good_enough(self, ch: Choice, size: int) -> bool:
-        """True if ``ch`` is within the tolerance of the winner at ``size``."""
-        return self.time(ch, size) <= self.time(self.winner(size), size) * (1 + self.tolerance)
 
     def _beats(self, a: Choice, b: Choice, size: int) -> bool:
         """True if ``a`` is at least as good as ``b`` at ``size`` (native wins ties)."""
@@ -249,8 +245,6 @@ class Tuner:
         a, b = self.winner(lo), self.winner(hi)
         if a == b or hi - lo <= max(1, int(self.resolution * lo)) or depth > 8:
             return
-        if self.tolerance and self._good_enough(a, hi):
-            return  # a holds up to hi (see rules)
         left, right = lo, hi
         while right - left > max(1, int(self.resolution * left)):
             mid = (left + right) // 2
@@ -276,8 +270,6 @@ class Tuner:
         prev: Choice | None = None
         for i, s in enumerate(points):
             w = self.winner(s)
-            if self.tolerance and prev is not None and w[0] != NATIVE and w != prev and self._good_enough(prev, s):
-                w = prev
             if w != prev:
                 start = 0 if not rules else s
                 if rules:

@@ -114,7 +114,7 @@ class DecisionTable(ParamSet):
     profile: str | None = Field(None, description="name of the profile the times come from")
     time_unit: Literal["s", "abstract"] = "s"
     native: str = Field("", description="what `native` stands for in the candidates' times")
-    library: Literal["colltune", "mpich"] = Field(
+    library: Literal["colltune", "mpich", "openmpi"] = Field(
         "colltune", description="whose algorithms the rules name: colltune's registry, or an MPI library's own "
                                 "(colltune tune --library; such a table is for export, not for algorithm='auto')")
     provenance: Provenance

@@ -70,6 +70,8 @@ class LibraryAlgorithm:
     reduce_scatter_fallback: str | None = None
     #: The values ``variants`` tries, in words (docs).
     tried: str = "-"
+    #: Open MPI: the algorithm's number in coll/tuned (what its rules file writes).
+    number: int = 0
 
 
 def _same(algorithm: str, params: Params | None = None) -> Callable[[int, int, Params], tuple[str, Params]]:
@@ -186,8 +188,114 @@ MPICH_UNPRICED: dict[str, str] = {
     "barrier": "k_dissemination with k > 2, recexch, smp",
 }
 
+def _segmented(whole: str, segmented: str | None) -> Callable[[int, int, Params], tuple[str, Params]]:
+    """Open MPI's segment size 0 sends the message whole (``whole``); another value pipelines it
+    in segments of that size (``segmented`` with ``segment_size``, or no schedule yet)."""
+    def equivalent(procs: int, size: int, p: Params) -> tuple[str, Params]:
+        seg = int(p.get("segsize", 0))
+        if seg == 0 or seg >= size:
+            return whole, {}
+        if segmented is None:
+            raise Unavailable(f"no schedule yet for a segmented {whole}")
+        return segmented, {"segment_size": seg}
+    return equivalent
+
+
+def _segsizes(procs: int, size: int) -> list[Params]:
+    """Segment sizes tried: 0 (the whole message, Open MPI's default) and the tuner's segment
+    sizes below the message (:func:`_chunks`)."""
+    return [{"segsize": 0}] + [{"segsize": c} for c in _chunks(procs, size) if c < size]
+
+
+def _pow2_or(algorithm: str, fallback: str) -> Callable[[int, int, Params], tuple[str, Params]]:
+    return lambda procs, size, p: (algorithm, {}) if _pow2(procs) else (fallback, {})
+
+
+def _throttle_variants(procs: int, size: int) -> list[Params]:
+    return [{"max_requests": m} for m in (1, 4, 32)]
+
+
+def _allreduce_segmented_ring(procs: int, size: int, p: Params) -> tuple[str, Params]:
+    seg = int(p.get("segsize", 0))
+    return "ring", {"segment_size": max(1, size) if seg == 0 else seg}
+
+
+_SEGSIZE = "segsize 0 (whole) and powers of two from m/64 below m"
+#: Open MPI 5.0's coll/tuned algorithms that colltune can price, by (collective, name): the names
+#: and numbers ``ompi_info --param coll tuned --level 9`` lists (``number`` is what the rules file
+#: writes).  Parameters are the rule's columns: ``segsize``, ``faninout``, ``max_requests``.
+OPENMPI_ALGORITHMS: dict[tuple[str, str], LibraryAlgorithm] = {(a.collective, a.name): a for a in (
+    _L("bcast", "basic_linear", "the root sends to every rank", _same("flat_tree"), number=1),
+    _L("bcast", "pipeline", "segments down a chain", _segmented("chain", "chain_segmented"), _segsizes,
+       ("segsize",), number=3, tried=_SEGSIZE),
+    _L("bcast", "binary_tree", "binary tree (whole message; segmented not priced yet)",
+       _segmented("binary_tree", None), lambda procs, size: [{"segsize": 0}], ("segsize",), number=5,
+       tried="segsize 0"),
+    _L("bcast", "binomial", "binomial tree, whole or in segments",
+       _segmented("binomial_tree", "binomial_tree_segmented"), _segsizes, ("segsize",), number=6, tried=_SEGSIZE),
+    _L("bcast", "knomial", "k-nomial tree of radix coll_tuned_bcast_algorithm_knomial_radix (4)",
+       _same("knomial_tree", {"radix": 4}), number=7),
+    _L("bcast", "scatter_allgather", "binomial scatter, then recursive-doubling allgather (power-of-two P priced)",
+       _pow2_only("scatter_recursive_doubling_allgather"), number=8, exact=False, pow2_only=True),
+    _L("bcast", "scatter_allgather_ring", "binomial scatter, then ring allgather", _same("scatter_ring_allgather"),
+       number=9),
+    _L("scatter", "basic_linear", "the root sends to every rank", _same("flat_tree"), number=1),
+    _L("scatter", "binomial", "binomial tree", _same("binomial_tree"), number=2),
+    _L("scatter", "linear_nb", "the root sends to every rank, non-blocking", _same("flat_tree"), number=3,
+       exact=False),
+    _L("gather", "basic_linear", "every rank sends to the root", _same("flat_tree"), number=1),
+    _L("gather", "binomial", "binomial tree", _same("binomial_tree"), number=2),
+    _L("gather", "linear_sync", "the root asks each rank in turn", _same("linear_synchronized"), number=3,
+       exact=False),
+    _L("allgather", "linear", "gather to rank 0, then broadcast", _same("gather_bcast"), number=1, exact=False),
+    _L("allgather", "bruck", "Bruck's algorithm", _same("bruck"), number=2),
+    _L("allgather", "recursive_doubling", "recursive doubling (Bruck's on other P)",
+       _pow2_or("recursive_doubling", "bruck"), number=3),
+    _L("allgather", "ring", "ring", _same("ring"), number=4),
+    _L("alltoall", "linear", "all sends and receives posted at once, peers in rotated order",
+       _same("direct_rotated"), number=1),
+    _L("alltoall", "pairwise", "pairwise exchange", _same("pairwise_exchange"), number=2),
+    _L("alltoall", "modified_bruck", "Bruck's algorithm", _same("bruck"), number=3),
+    _L("alltoall", "linear_sync", "at most max_requests sends and receives outstanding",
+       lambda procs, size, p: ("linear_throttled", {"max_outstanding": int(p["max_requests"])}),
+       _throttle_variants, ("max_requests",), number=4, tried="max_requests 1, 4, 32"),
+    _L("reduce", "linear", "every rank sends to the root, which reduces in order", _same("flat_tree"), number=1),
+    _L("reduce", "pipeline", "segments up a chain", _segmented("chain", "chain_segmented"), _segsizes,
+       ("segsize",), number=3, tried=_SEGSIZE),
+    _L("reduce", "binomial", "binomial tree (whole message; segmented not priced yet)",
+       _segmented("binomial_tree", None), lambda procs, size: [{"segsize": 0}], ("segsize",), number=5,
+       tried="segsize 0"),
+    _L("reduce", "rabenseifner", "reduce-scatter, then gather", _same("reduce_scatter_gather"), number=7,
+       exact=False),
+    _L("allreduce", "nonoverlapping", "reduce to rank 0, then broadcast", _same("reduce_bcast"), number=2),
+    _L("allreduce", "recursive_doubling", "recursive doubling", _same("recursive_doubling"), number=3),
+    _L("allreduce", "ring", "ring reduce-scatter, then ring allgather, each block whole", _allreduce_ring,
+       number=4),
+    _L("allreduce", "segmented_ring", "ring in segments", _allreduce_segmented_ring, _segsizes, ("segsize",),
+       number=5, tried=_SEGSIZE),
+    _L("allreduce", "rabenseifner", "reduce-scatter, then allgather", _same("reduce_scatter_allgather"), number=6,
+       exact=False),
+    _L("barrier", "linear", "everyone to rank 0 and back", _same("linear"), number=1),
+    _L("barrier", "recursive_doubling", "recursive doubling", _same("recursive_doubling"), number=3),
+    _L("barrier", "bruck", "dissemination", _same("dissemination"), number=4),
+    _L("barrier", "tree", "tree", _same("tree"), number=6),
+)}
+
+#: Open MPI containers that are not candidates yet, and why.
+OPENMPI_UNPRICED: dict[str, str] = {
+    "bcast": "chain with fan-out > 1, split_binary_tree, segmented binary tree, knomial with another radix",
+    "allgather": "neighbor, two_proc, sparbit",
+    "alltoall": "two_proc",
+    "reduce": "chain with fan-out > 1, binary, in-order_binary, segmented binomial",
+    "allreduce": "basic_linear (the same as nonoverlapping here)",
+    "barrier": "double_ring, two_proc",
+}
+
 #: The catalogues by library.
-TARGETS: dict[str, dict[tuple[str, str], LibraryAlgorithm]] = {"mpich": MPICH_ALGORITHMS}
+TARGETS: dict[str, dict[tuple[str, str], LibraryAlgorithm]] = {"mpich": MPICH_ALGORITHMS,
+                                                               "openmpi": OPENMPI_ALGORITHMS}
+#: What is not priced yet, by library.
+UNPRICED: dict[str, dict[str, str]] = {"mpich": MPICH_UNPRICED, "openmpi": OPENMPI_UNPRICED}
 
 
 def library_algorithm(library: str, collective: str, name: str) -> LibraryAlgorithm:
@@ -243,12 +351,14 @@ class LibraryPricer:
 
 def catalogue_markdown(library: str = "mpich") -> str:
     """The catalogue as a markdown table (docs/tune.md)."""
-    lines = ["| collective | MPICH container | what it does | parameters tried | priced as |", "| --- | --- | --- | --- | --- |"]
+    what = "MPICH container" if library == "mpich" else "Open MPI algorithm (number)"
+    lines = [f"| collective | {what} | what it does | parameters tried | priced as |", "| --- | --- | --- | --- | --- |"]
     for (coll, name), a in TARGETS[library].items():
         example = a.variants(8, 65536)
         shapes = sorted({a.equivalent(8, 65536, v)[0] for v in example if _priceable(a, v)})
         exact = "" if a.exact else " (nearest)"
-        lines.append(f"| {coll} | `{name}` | {a.doc} | {a.tried} | {', '.join(f'`{s}`' for s in shapes)}{exact} |")
+        label = f"`{name}`" + (f" ({a.number})" if a.number else "")
+        lines.append(f"| {coll} | {label} | {a.doc} | {a.tried} | {', '.join(f'`{s}`' for s in shapes)}{exact} |")
     return "\n".join(lines) + "\n"
 
 
