@@ -273,3 +273,15 @@ def test_hybrid_for_open_mpi_refuses_an_mpich_job(tmp_path: Path) -> None:
     res, table = hybrid_run(tmp_path, 2, library="openmpi")
     assert res.returncode == 2 and table is None  # type: ignore[attr-defined]
     assert res.stderr.count("needs Open MPI; this job runs MPICH") == 1  # type: ignore[attr-defined]
+
+
+def test_mpich_export_never_writes_comm_size_less_than() -> None:
+    """MPICH 5.0's selection search reads ``comm_size<N`` as ``<=`` below a message-size test
+    (export.mpich_default), so the export writes ``comm_size<=N-1`` everywhere."""
+    for library in ("mpich", "colltune"):
+        table = every_mpich_table() if library == "mpich" else build_table(
+            SimPricer(load_profile("builtin:ethernet-10g-tcp").params("loggp"), "loggops"), "simulate",
+            ["bcast", "alltoall", "allgather"], [4, 8], 1 << 16, Provenance(source="tests"))
+        text = json.dumps(mpich_json(table)[0])
+        assert re.search(r"comm_size<\d", text) is None
+        assert "comm_size<=7" in text
