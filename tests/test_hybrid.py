@@ -68,6 +68,16 @@ def test_only_candidates_predicted_within_the_margin_are_timed() -> None:
     assert "3 timings; 4 candidates not timed" in hybrid.summary()
 
 
+def test_the_librarys_default_parameters_are_timed_whatever_their_prediction() -> None:
+    timer = Table({k: 1.0 for k in PREDICTED})
+    hybrid = HybridPricer(Table(PREDICTED), timer, Space(), margin=0.5,
+                          always=lambda coll, name, params: name == "b" and params["x"] == 2)
+    hybrid.price("bcast", "b", 4, 64, {"x": 2})  # predicted 20 against a best of 5
+    with pytest.raises(Unavailable, match="not timed"):
+        hybrid.price("bcast", "c", 4, 64, {"x": 1})
+    assert [c[:2] for c in timer.calls] == [("b", 2)] and (hybrid.timed, hybrid.pruned) == (1, 1)
+
+
 def test_a_candidate_the_timer_cannot_run_is_counted_and_unavailable() -> None:
     timer = Table({(NATIVE, 0): 1.0, ("a", 1): 1.0})
     hybrid = HybridPricer(Table(PREDICTED), timer, Space(), margin=0.5)

@@ -24,7 +24,14 @@ from colltune.tune import NATIVE, Block, DecisionTable, Rule, build_table, read_
 from colltune.tune.export import mpich_json, openmpi_rules
 from colltune.tune.select import SimPricer
 from colltune.tune.table import TableError, parse_table
-from colltune.tune.targets import MPICH_ALGORITHMS, TARGETS, LibraryPricer, catalogue_markdown, library_algorithm
+from colltune.tune.targets import (
+    MPICH_ALGORITHMS,
+    TARGETS,
+    LibraryPricer,
+    LibrarySpace,
+    catalogue_markdown,
+    library_algorithm,
+)
 
 MPI_DIR = Path(__file__).parent / "mpi"
 MPIEXEC = Path(sys.executable).parent / "mpiexec"
@@ -285,3 +292,13 @@ def test_mpich_export_never_writes_comm_size_less_than() -> None:
         text = json.dumps(mpich_json(table)[0])
         assert re.search(r"comm_size<\d", text) is None
         assert "comm_size<=7" in text
+
+
+def test_library_defaults_name_the_librarys_own_parameter_values() -> None:
+    mpich, ompi = LibrarySpace("mpich"), LibrarySpace("openmpi")
+    assert mpich.library_default("bcast", "pipelined_tree", {"tree_type": "kary", "k": 1, "chunk_size": 8192})
+    assert not mpich.library_default("bcast", "pipelined_tree", {"tree_type": "kary", "k": 1, "chunk_size": 4096})
+    assert not mpich.library_default("bcast", "binomial", {}) and not mpich.library_default("bcast", NATIVE, {})
+    assert ompi.library_default("bcast", "binomial", {"segsize": 0})
+    assert {"chunk_size": 8192} in [{"chunk_size": v["chunk_size"]} for v in
+                                    mpich.combos("bcast", "pipelined_tree", 8, 16384)]

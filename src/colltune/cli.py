@@ -888,7 +888,8 @@ def _tune_hybrid(colls: list[str], procs: str | None, max_size: str | None, reps
             else:
                 space, timer = REGISTRY_SPACE, MeasurePricer(comm, reps, warmup)
             hybrid = HybridPricer(predictor, timer, space, margin, progress=say,
-                                  share=lambda value: comm.bcast(value, root=0), leader=me == 0)
+                                  share=lambda value: comm.bcast(value, root=0), leader=me == 0,
+                                  always=space.library_default if forcer is not None else None)
             say(f"hybrid: {', '.join(colls)} at P = {size}, sizes up to {largest} B, predicted by {name} on "
                 f"{profile.name}, timing those within {1 + margin:g} x the best prediction ({reps} runs each)")
             provenance = Provenance(

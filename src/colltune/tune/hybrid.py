@@ -51,6 +51,9 @@ class HybridPricer:
     #: the same candidates on the same cores.
     share: Callable[[Any], Any] | None = None
     leader: bool = True
+    #: ``always(collective, algorithm, params)``: candidates timed whatever their prediction (the
+    #: library's own default parameter values, :meth:`colltune.tune.targets.LibrarySpace.library_default`).
+    always: Callable[[str, str, dict[str, Any]], bool] | None = None
     timed: int = 0
     pruned: int = 0
     unforceable: int = 0
@@ -78,8 +81,9 @@ class HybridPricer:
 
     def contender(self, collective: str, algorithm: str, procs: int, size: int, params: dict[str, Any]) -> bool:
         """True if ``algorithm`` with ``params`` is predicted within the margin of the best at
-        ``(procs, size)`` (``native`` always is); a candidate that cannot be predicted is not."""
-        if algorithm == NATIVE:
+        ``(procs, size)`` (``native`` and the ``always`` ones always are); a candidate that cannot
+        be predicted is not."""
+        if algorithm == NATIVE or (self.always is not None and self.always(collective, algorithm, params)):
             return True
         try:
             predicted = self.predictor.price(collective, algorithm, procs, size, params)[0]

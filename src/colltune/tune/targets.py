@@ -72,6 +72,9 @@ class LibraryAlgorithm:
     tried: str = "-"
     #: Open MPI: the algorithm's number in coll/tuned (what its rules file writes).
     number: int = 0
+    #: The library's own default values of tuned parameters (MPICH's chunk size, Open MPI's
+    #: segment size 0): the hybrid tuner times a variant with these whatever its prediction.
+    library_defaults: Params = field(default_factory=dict)
 
 
 def _same(algorithm: str, params: Params | None = None) -> Callable[[int, int, Params], tuple[str, Params]]:
@@ -153,7 +156,8 @@ MPICH_ALGORITHMS: dict[tuple[str, str], LibraryAlgorithm] = {(a.collective, a.na
     _L("bcast", "pipelined_tree", "chunks down a chain (k-ary, k = 1), a flat tree (k-ary, k = P - 1) or a "
        "binomial tree (k-nomial, k = 2)", _bcast_pipelined, _pipelined_variants, ("tree_type", "k", "chunk_size"),
        {"is_non_blocking": 0, "recv_pre_posted": 0},
-       tried="those three shapes, chunk_size powers of two from m/64 up to m"),
+       tried="those three shapes, chunk_size powers of two from m/64 up to m",
+       library_defaults={"chunk_size": 8192}),  # MPIR_CVAR_BCAST_TREE_PIPELINE_CHUNK_SIZE
     _L("scatter", "binomial", "binomial tree", _same("binomial_tree")),
     _L("gather", "binomial", "binomial tree", _same("binomial_tree")),
     _L("allgather", "brucks", "Bruck's algorithm", _same("bruck")),
@@ -227,12 +231,13 @@ _SEGSIZE = "segsize 0 (whole) and powers of two from m/64 below m"
 OPENMPI_ALGORITHMS: dict[tuple[str, str], LibraryAlgorithm] = {(a.collective, a.name): a for a in (
     _L("bcast", "basic_linear", "the root sends to every rank", _same("flat_tree"), number=1),
     _L("bcast", "pipeline", "segments down a chain", _segmented("chain", "chain_segmented"), _segsizes,
-       ("segsize",), number=3, tried=_SEGSIZE),
+       ("segsize",), number=3, tried=_SEGSIZE, library_defaults={"segsize": 0}),
     _L("bcast", "binary_tree", "binary tree (whole message; segmented not priced yet)",
        _segmented("binary_tree", None), lambda procs, size: [{"segsize": 0}], ("segsize",), number=5,
        tried="segsize 0"),
     _L("bcast", "binomial", "binomial tree, whole or in segments",
-       _segmented("binomial_tree", "binomial_tree_segmented"), _segsizes, ("segsize",), number=6, tried=_SEGSIZE),
+       _segmented("binomial_tree", "binomial_tree_segmented"), _segsizes, ("segsize",), number=6, tried=_SEGSIZE,
+       library_defaults={"segsize": 0}),
     _L("bcast", "knomial", "k-nomial tree of radix coll_tuned_bcast_algorithm_knomial_radix (4)",
        _same("knomial_tree", {"radix": 4}), number=7),
     _L("bcast", "scatter_allgather", "binomial scatter, then recursive-doubling allgather (power-of-two P priced)",
@@ -261,7 +266,7 @@ OPENMPI_ALGORITHMS: dict[tuple[str, str], LibraryAlgorithm] = {(a.collective, a.
        _throttle_variants, ("max_requests",), number=4, tried="max_requests 1, 4, 32"),
     _L("reduce", "linear", "every rank sends to the root, which reduces in order", _same("flat_tree"), number=1),
     _L("reduce", "pipeline", "segments up a chain", _segmented("chain", "chain_segmented"), _segsizes,
-       ("segsize",), number=3, tried=_SEGSIZE),
+       ("segsize",), number=3, tried=_SEGSIZE, library_defaults={"segsize": 0}),
     _L("reduce", "binomial", "binomial tree (whole message; segmented not priced yet)",
        _segmented("binomial_tree", None), lambda procs, size: [{"segsize": 0}], ("segsize",), number=5,
        tried="segsize 0"),
@@ -272,7 +277,7 @@ OPENMPI_ALGORITHMS: dict[tuple[str, str], LibraryAlgorithm] = {(a.collective, a.
     _L("allreduce", "ring", "ring reduce-scatter, then ring allgather, each block whole", _allreduce_ring,
        number=4),
     _L("allreduce", "segmented_ring", "ring in segments", _allreduce_segmented_ring, _segsizes, ("segsize",),
-       number=5, tried=_SEGSIZE),
+       number=5, tried=_SEGSIZE, library_defaults={"segsize": 0}),
     _L("allreduce", "rabenseifner", "reduce-scatter, then allgather", _same("reduce_scatter_allgather"), number=6,
        exact=False),
     _L("barrier", "linear", "everyone to rank 0 and back", _same("linear"), number=1),
@@ -330,6 +335,14 @@ class LibrarySpace:
 
     def combos(self, collective: str, name: str, procs: int, size: int) -> list[Params]:
         return library_algorithm(self.library, collective, name).variants(procs, size)
+
+    def library_default(self, collective: str, name: str, params: Params) -> bool:
+        """True if ``params`` give ``name``'s parameters the library's own default values
+        (:attr:`LibraryAlgorithm.library_defaults`; False for an algorithm without any)."""
+        if name == NATIVE:
+            return False
+        defaults = library_algorithm(self.library, collective, name).library_defaults
+        return bool(defaults) and all(params.get(k) == v for k, v in defaults.items())
 
 
 @dataclass
