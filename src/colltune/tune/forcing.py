@@ -165,35 +165,25 @@ def enum_values(description: str) -> dict[str, int]:
     return {n: i for i, n in enumerate(names)}
 
 
-class MpichForcer:
-    """Switches the MPICH library of this process between its own algorithms (see the module
-    docstring).  Every rank of a communicator must force the same algorithm before a collective
-    call on it.  :meth:`restore` puts back what it changed; :meth:`close` also ends the MPI_T session."""
+class _Forcer:
+    """What both forcers share: the check that the job runs the library (its version string starts
+    with ``brand``), the MPI_T session, and the variables changed with their values before."""
 
-    #: MPICH reads the variables on every call: the job's communicator runs the forced algorithm.
+    #: True if the library reads its choice when a communicator is created, so a forced call must
+    #: run on a communicator made after :meth:`force`.
     fresh_communicator = False
 
-    def __init__(self, library_version: str) -> None:
-        if not library_version.lstrip().startswith("MPICH"):
+    def __init__(self, library_version: str, brand: str) -> None:
+        if not library_version.lstrip().startswith(brand):
             first = library_version.strip().splitlines()[0] if library_version.strip() else "unknown"
-            raise ForcingError(f"forcing MPICH's algorithms needs MPICH; this job runs {first}")
+            raise ForcingError(f"forcing {brand}'s algorithms needs {brand}; this job runs {first}")
         self._mpit = _MpiT()
-        self._enums: dict[str, dict[str, int]] = {}
         self._saved: dict[str, int] = {}
-        self.tree_type = self._mpit.read_text(_TREE_TYPE).strip() or "kary"
 
     def close(self) -> None:
         """Restore every variable changed and end the MPI_T session."""
         self.restore()
         self._mpit.close()
-
-    def _enum(self, name: str, value: str) -> int:
-        if name not in self._enums:
-            self._enums[name] = enum_values(self._mpit.description(name))
-        values = self._enums[name]
-        if value not in values:
-            raise ForcingError(f"{name}: this MPICH has no value {value!r}; it has {', '.join(values)}")
-        return values[value]
 
     def _set(self, name: str, value: int) -> None:
         if name not in self._saved:
@@ -205,6 +195,28 @@ class MpichForcer:
         for name, value in self._saved.items():
             self._mpit.write_int(name, value)
         self._saved.clear()
+
+
+class MpichForcer(_Forcer):
+    """Switches the MPICH library of this process between its own algorithms (see the module
+    docstring).  Every rank of a communicator must force the same algorithm before a collective
+    call on it.  :meth:`restore` puts back what it changed; :meth:`close` also ends the MPI_T session."""
+
+    #: MPICH reads the variables on every call: the job's communicator runs the forced algorithm.
+    fresh_communicator = False
+
+    def __init__(self, library_version: str) -> None:
+        super().__init__(library_version, "MPICH")
+        self._enums: dict[str, dict[str, int]] = {}
+        self.tree_type = self._mpit.read_text(_TREE_TYPE).strip() or "kary"
+
+    def _enum(self, name: str, value: str) -> int:
+        if name not in self._enums:
+            self._enums[name] = enum_values(self._mpit.description(name))
+        values = self._enums[name]
+        if value not in values:
+            raise ForcingError(f"{name}: this MPICH has no value {value!r}; it has {', '.join(values)}")
+        return values[value]
 
     def forceable(self, collective: str, name: str, params: dict[str, Any]) -> str | None:
         """Why ``name`` with ``params`` cannot be forced in this job, or None if it can."""
@@ -239,7 +251,7 @@ class MpichForcer:
         self._set(variable, self._enum(variable, name))
 
 
-class OpenMPIForcer:
+class OpenMPIForcer(_Forcer):
     """Switches Open MPI's coll/tuned component between its own algorithms through MPI_T.
 
     coll/tuned reads its forced choice (``coll_tuned_<coll>_algorithm`` with
@@ -252,28 +264,12 @@ class OpenMPIForcer:
     fresh_communicator = True
 
     def __init__(self, library_version: str) -> None:
-        if not library_version.lstrip().startswith("Open MPI"):
-            first = library_version.strip().splitlines()[0] if library_version.strip() else "unknown"
-            raise ForcingError(f"forcing Open MPI's algorithms needs Open MPI; this job runs {first}")
-        self._mpit = _MpiT()
-        self._saved: dict[str, int] = {}
+        super().__init__(library_version, "Open MPI")
         self._dynamic: bool | None = None
-
-    def close(self) -> None:
-        """Restore every variable changed and end the MPI_T session."""
-        self.restore()
-        self._mpit.close()
-
-    def _set(self, name: str, value: int) -> None:
-        if name not in self._saved:
-            self._saved[name] = self._mpit.read_int(name)
-        self._mpit.write_int(name, value)
 
     def restore(self) -> None:
         """Write back every variable's value from before the first change."""
-        for name, value in self._saved.items():
-            self._mpit.write_int(name, value)
-        self._saved.clear()
+        super().restore()
         if self._dynamic is not None:
             self._mpit.write_bool("coll_tuned_use_dynamic_rules", self._dynamic)
             self._dynamic = None

@@ -103,6 +103,13 @@ def time_collective(comm: MPI.Comm, collective: str, algorithm: str, size: int, 
     return Timing(float(med), float(q1), float(q3), reps, rank_median)
 
 
+def _at_job_size(comm: MPI.Comm, procs: int) -> None:
+    """Raise :class:`Unavailable` unless ``procs`` is the size of ``comm``: a measurement can only
+    be made at the job's P."""
+    if procs != comm.Get_size():
+        raise Unavailable(f"a measurement runs at the job's {comm.Get_size()} processes, not {procs}")
+
+
 @dataclass
 class MeasurePricer:
     """Prices by timing each candidate in the running job (the tuner's ``--method measure``).
@@ -117,8 +124,7 @@ class MeasurePricer:
 
     def price(self, collective: str, algorithm: str, procs: int, size: int,
               params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
-        if procs != self.comm.Get_size():
-            raise Unavailable(f"a measurement runs at the job's {self.comm.Get_size()} processes, not {procs}")
+        _at_job_size(self.comm, procs)
         try:
             t = time_collective(self.comm, collective, algorithm, size, params, self.reps, self.warmup, self.budget)
         except ParameterError as exc:
@@ -142,8 +148,7 @@ class LibraryTimer:
 
     def price(self, collective: str, algorithm: str, procs: int, size: int,
               params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
-        if procs != self.comm.Get_size():
-            raise Unavailable(f"a measurement runs at the job's {self.comm.Get_size()} processes, not {procs}")
+        _at_job_size(self.comm, procs)
         why = self.forcer.forceable(collective, algorithm, params)
         if why:
             raise Unavailable(why)

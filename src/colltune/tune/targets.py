@@ -215,6 +215,11 @@ def _pow2_or(algorithm: str, fallback: str) -> Callable[[int, int, Params], tupl
     return lambda procs, size, p: (algorithm, {}) if _pow2(procs) else (fallback, {})
 
 
+def _whole(procs: int, size: int) -> list[Params]:
+    """Segment size 0 only (the whole message): the algorithms whose segmented form has no schedule."""
+    return [{"segsize": 0}]
+
+
 def _throttle_variants(procs: int, size: int) -> list[Params]:
     return [{"max_requests": m} for m in (1, 4, 32)]
 
@@ -233,7 +238,7 @@ OPENMPI_ALGORITHMS: dict[tuple[str, str], LibraryAlgorithm] = {(a.collective, a.
     _L("bcast", "pipeline", "segments down a chain", _segmented("chain", "chain_segmented"), _segsizes,
        ("segsize",), number=3, tried=_SEGSIZE, library_defaults={"segsize": 0}),
     _L("bcast", "binary_tree", "binary tree (whole message; segmented not priced yet)",
-       _segmented("binary_tree", None), lambda procs, size: [{"segsize": 0}], ("segsize",), number=5,
+       _segmented("binary_tree", None), _whole, ("segsize",), number=5,
        tried="segsize 0"),
     _L("bcast", "binomial", "binomial tree, whole or in segments",
        _segmented("binomial_tree", "binomial_tree_segmented"), _segsizes, ("segsize",), number=6, tried=_SEGSIZE,
@@ -268,7 +273,7 @@ OPENMPI_ALGORITHMS: dict[tuple[str, str], LibraryAlgorithm] = {(a.collective, a.
     _L("reduce", "pipeline", "segments up a chain", _segmented("chain", "chain_segmented"), _segsizes,
        ("segsize",), number=3, tried=_SEGSIZE, library_defaults={"segsize": 0}),
     _L("reduce", "binomial", "binomial tree (whole message; segmented not priced yet)",
-       _segmented("binomial_tree", None), lambda procs, size: [{"segsize": 0}], ("segsize",), number=5,
+       _segmented("binomial_tree", None), _whole, ("segsize",), number=5,
        tried="segsize 0"),
     _L("reduce", "rabenseifner", "reduce-scatter, then gather", _same("reduce_scatter_gather"), number=7,
        exact=False),
