@@ -7,10 +7,11 @@
 //   send of message i at time t: needs the sender's CPU and send NIC free; the CPU is then busy
 //     until t + cs[i], the NIC until t + gs[i];
 //   fixed-latency transport: the message reaches the receiver at t + lat[i];
-//   flow transport (a topology is given): a flow of vol[i] units starts at t on the path from
-//     sender to receiver, shares each link's capacity with the other flows on it (an equal split
-//     taking the minimum over the path, paper 001 eq. 6-7, or max-min fairness), and the message
-//     arrives lat[i] after the flow ends (plus rto[i], a retransmission penalty);
+//   flow transport (a topology is given): a flow of vol[i] units joins at t the stream from
+//     sender to receiver (one per pair, carrying its flows in order), which shares each link's
+//     capacity with the other streams on it (an equal split taking the minimum over the path,
+//     paper 001 eq. 6-7, or max-min fairness), and the message arrives lat[i] after its flow ends
+//     (plus rto[i], a retransmission penalty);
 //   at arrival ta the message waits for the receiver's CPU and receive NIC; processed at t' it
 //     keeps the CPU busy until t' + cr[i] and the NIC until t' + gr[i];
 //   a receive is posted at no cost and completes when its message has been processed (MPI
@@ -264,11 +265,15 @@ class OrderedMatcher {
   std::deque<Waiting> waiting;
 };
 
-struct FlowGroup {  // the active flows of one (sender, receiver) pair share one rate
+// The flows of one (sender, receiver) pair form one stream, as MPI's messages between two ranks
+// share one connection (a TCP socket, a queue pair): the stream takes one share of every link it
+// crosses, and carries its messages one after the other, in the order they were sent.
+struct FlowGroup {
   int32_t src, dst;
   int64_t path_lo, path_hi;  // links in Engine::path_links
-  int64_t active = 0;
-  double w_ref = 0, t_ref = 0, rate = 0;  // progress per flow: w_ref at t_ref, growing at rate
+  int64_t active = 0;        // messages in the stream
+  double w_ref = 0, t_ref = 0, rate = 0;  // bytes carried: w_ref at t_ref, growing at rate
+  double tail = 0;                        // bytes carried when the last message queued is through
   uint64_t version = 0;
   std::priority_queue<std::pair<double, int64_t>, std::vector<std::pair<double, int64_t>>,
                       std::greater<std::pair<double, int64_t>>>
@@ -628,9 +633,10 @@ class Engine {
     FlowGroup& G = groups[g];
     G.w_ref = G.progress(now);
     G.t_ref = now;
-    G.flows.push({G.w_ref + vol[i], i});
-    ++G.active;
-    for (int64_t k = G.path_lo; k < G.path_hi; ++k) ++link_count[path_links[k]];
+    G.tail = std::max(G.tail, G.w_ref) + vol[i];
+    G.flows.push({G.tail, i});
+    if (G.active++ == 0)
+      for (int64_t k = G.path_lo; k < G.path_hi; ++k) ++link_count[path_links[k]];
     touch_links(G);
     touch_group(g);
   }
@@ -659,12 +665,15 @@ class Engine {
     double w = G.progress(now);
     G.w_ref = w;
     G.t_ref = now;
-    double tol = 1e-12 * std::max(1.0, std::fabs(w));
+    // A flow whose rest would take less than a few ulps of `now` ends now: its event could not
+    // land later than `now` in floating point, and waiting for it would never end.
+    double ulp = std::nextafter(now, INF) - now;
+    double tol = std::max(1e-12 * std::max(1.0, std::fabs(w)), 4 * ulp * G.rate);
     while (!G.flows.empty() && G.flows.top().first <= w + tol) {
       int64_t i = G.flows.top().second;
       G.flows.pop();
-      --G.active;
-      for (int64_t k = G.path_lo; k < G.path_hi; ++k) --link_count[path_links[k]];
+      if (--G.active == 0)
+        for (int64_t k = G.path_lo; k < G.path_hi; ++k) --link_count[path_links[k]];
       flow_end[i] = now;
       flow_rate[i] = G.rate;
       finish_flow(i);
@@ -724,7 +733,7 @@ class Engine {
       for (int64_t k = groups[g].path_lo; k < groups[g].path_hi; ++k) {
         int32_t l = path_links[k];
         if (unfrozen[l] == 0) links.push_back(l);
-        unfrozen[l] += groups[g].active;
+        ++unfrozen[l];
       }
     std::sort(links.begin(), links.end());
     size_t remaining = active.size();
@@ -743,8 +752,8 @@ class Engine {
         --remaining;
         for (int64_t k = groups[g].path_lo; k < groups[g].path_hi; ++k) {
           int32_t l = path_links[k];
-          left[l] = std::max(0.0, left[l] - share * double(groups[g].active));
-          unfrozen[l] -= groups[g].active;
+          left[l] = std::max(0.0, left[l] - share);
+          --unfrozen[l];
         }
         set_rate(g, share);
       }

@@ -9,7 +9,8 @@ A fluid simulation has no queues (every flow's rate already fits its path), so w
 port is what the senders *offer*, as paper 000's x senders each push a packet every gs
 regardless of the root: a sender pushes each flow's bytes at its host's up bandwidth, split
 evenly among its flows in progress when the flow starts, and capped by the narrowest link the
-flow crosses before the port.  At a port of bandwidth D and buffer B, the offered rates of the
+flow crosses before the port; a flow queued in its (sender, receiver) stream behind another
+starts when that one ends.  At a port of bandwidth D and buffer B, the offered rates of the
 flows through it are summed over time; an *episode* is a maximal interval in which that sum
 exceeds D.  Over an episode offering k bytes at the mean rate A = k / duration, the buffer is
 full after tau = B / (A - D) (eq. 3) and the transfer ratio is min(1, D/A + B/k) (eq. 4,
@@ -57,6 +58,7 @@ def drop_rule(topology: Topology, vol: np.ndarray) -> Rule | None:
         sends = np.flatnonzero(c["kind"] == Kind.SEND)
         src, dst = c["rank"][sends], c["peer"][sends]
         start, end, rate = arrays["start"][sends], arrays["flow_end"][sends], arrays["flow_rate"][sends]
+        start = _stream_starts(src, dst, start, end)
         size = vol[sends]
         pair, paths = topology.routes(src, dst)
         crosses = np.array([bool(climb or descend) for climb, descend, _ in paths], dtype=bool)[pair]
@@ -86,6 +88,17 @@ def drop_rule(topology: Topology, vol: np.ndarray) -> Rule | None:
         return charge
 
     return rule
+
+
+def _stream_starts(src: np.ndarray, dst: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """When each flow starts moving, s: a stream carries its flows in order, so a flow sent while
+    the one before it in its (sender, receiver) stream still moves starts when that one ends."""
+    out = start.copy()
+    order = np.lexsort((start, dst, src))
+    same = (src[order][1:] == src[order][:-1]) & (dst[order][1:] == dst[order][:-1])
+    for prev, cur in zip(order[:-1][same], order[1:][same], strict=True):
+        out[cur] = max(out[cur], end[prev])
+    return out
 
 
 def _sender_share(src: np.ndarray, start: np.ndarray, end: np.ndarray, bandwidth: np.ndarray,

@@ -109,9 +109,10 @@ def simulate(schedule: Schedule, network: str, params: ParamSet, *, topology: To
     """Time ``schedule`` on ``network`` with ``params``.
 
     ``topology`` carries the messages of an endpoint model as flows over a switched network;
-    ``sharing`` is how a link's bandwidth is split among its flows: ``equal`` (paper 001 eq. 7:
-    each flow gets the minimum over its path of capacity / flows) or ``maxmin`` (max-min
-    fairness).  Registry schedules post each rank's ops in list order (an implicit *irequires*
+    ``sharing`` is how a link's bandwidth is split among the streams crossing it (the messages of
+    one sender to one receiver form one stream, carried in order, as over one TCP connection):
+    ``equal`` (paper 001 eq. 7: each stream gets the minimum over its path of capacity / streams)
+    or ``maxmin`` (max-min fairness).  Registry schedules post each rank's ops in list order (an implicit *irequires*
     of each op on the one before it); schedules read from GOAL carry only their own dependencies.
     """
     if schedule.procs > MAX_PROCS:

@@ -5,7 +5,9 @@ to hosts by ``hosts``; two ranks on one host talk without crossing a link).  Eve
 root has one link to its parent, full duplex: ``up`` bytes per second towards the parent, ``down``
 from it, and ``latency`` seconds each way.  A message from rank a to rank b climbs from a's host
 to the lowest common switch and descends to b's host; its flow shares each link it crosses with
-the other flows crossing that link in the same direction (paper 001 eq. 6-7).
+the other flows crossing that link in the same direction (paper 001 eq. 6-7); the flows of one
+sender to one receiver form one stream that takes one share and carries them in order, as MPI's
+messages between two ranks share one connection.
 
 The file format (JSON, ``format: colltune-topology``, ``version: 1``) is the one the [testbed]
 writes for the network it emulates, so that simulation and emulation describe the same network.
