@@ -176,6 +176,27 @@ def test_link_sharing_equal_split_and_maxmin(sharing, a_to_c):
         assert result.flow_end[ids[1, dst]] == pytest.approx(3.0, rel=1e-12)
 
 
+def test_messages_between_two_ranks_form_one_stream_carried_in_order():
+    """Rank 0 sends two messages of 1 unit to rank 1 at once, and rank 2 one to rank 1, on a star of
+    1 unit/s links: the streams 0->1 and 2->1 share rank 1's link, half each; the stream 0->1
+    carries its first message by 2 and its second by 3 (after 2->1 is through at 2), instead of
+    three flows of a third each ending together at 3."""
+    b = ScheduleBuilder(3, send_bytes=2, recv_bytes=3)
+    b.send(0, 1, Region(Buf.SEND, 0, 1), tag=1)
+    b.send(0, 1, Region(Buf.SEND, 1, 1), tag=2)
+    b.send(2, 1, Region(Buf.SEND, 0, 1), tag=3)
+    for k, (src, tag) in enumerate([(0, 1), (0, 2), (2, 3)]):
+        b.recv(1, src, Region(Buf.RECV, k, 1), tag=tag)
+    schedule = b.build()
+    c = schedule.columns
+    first, second = np.flatnonzero((c["kind"] == Kind.SEND) & (c["rank"] == 0))
+    other = op_index(schedule, 2, Kind.SEND, 1)
+    result = simulate(schedule, "postal", Postal(lam=0.0, step=0.0), topology=star(3, 1.0))
+    assert result.flow_end[first] == pytest.approx(2.0)
+    assert result.flow_end[other] == pytest.approx(2.0)
+    assert result.flow_end[second] == pytest.approx(3.0)
+
+
 def test_path_latency_and_topology_validation():
     topo = star(2, 1e9, latency=1e-6)
     schedule, _, recv = _two_ranks(0.0, 1000)
@@ -183,6 +204,48 @@ def test_path_latency_and_topology_validation():
     assert close(result.end[recv], 1000 / 1e9 + 2e-6)
     with pytest.raises(ValueError, match="not a node"):
         Topology(nodes=({"name": "s"},), hosts=("h0",))
+
+
+@pytest.mark.parametrize("network,params", [
+    ("hockney", Hockney(alpha=50e-6, beta=1 / 12.5e6)),
+    ("loggops", LOGGOPS),
+    ("plogp", load_profile("builtin:ethernet-10g-tcp").models.plogp),
+])
+@pytest.mark.parametrize("size", [0, 1000, 65536, 1 << 20])
+def test_a_message_alone_on_its_path_takes_the_endpoint_time(network, params, size):
+    """Over a topology whose links are as fast as the endpoint model's wire, one message takes what
+    the endpoint model alone says: the wire time is counted once, by the flow."""
+    schedule, _, recv = _two_ranks(0.0, size)
+    alone = simulate(schedule, network, params)
+    rate = 12.5e6 if network == "hockney" else 1.25e9 if network == "plogp" else 1 / LOGGOPS.G
+    over = simulate(schedule, network, params, topology=star(2, rate))
+    assert over.end[recv] == pytest.approx(alone.end[recv], rel=1e-9)
+
+
+def test_messages_sharing_a_link_are_slower_by_the_sharing_alone():
+    """Two senders into one receiver of a 12.5 MB/s star: Hockney's beta equals the link, so the
+    two 1 MB flows share the receiver's link and both end at 2 MB / 12.5 MB/s; the endpoint's
+    alpha follows.  Without the topology, the endpoint model alone lets them overlap fully."""
+    params = Hockney(alpha=50e-6, beta=1 / 12.5e6)
+    schedule = REGISTRY.get("gather", "flat_tree").schedule(3, 0, 1_000_000)
+    alone = simulate(schedule, "hockney", params).total
+    shared = simulate(schedule, "hockney", params, topology=star(3, 12.5e6)).total
+    assert alone == pytest.approx(50e-6 + 0.08)
+    assert shared == pytest.approx(50e-6 + 0.16)
+
+
+@pytest.mark.timeout(30)
+def test_a_flow_ending_within_rounding_of_now_does_not_stall_the_clock():
+    """A probed PlogPT profile of the 8-host tree:2 testbed: a flow's last bytes would take less
+    than an ulp of the clock, and the engine once re-scheduled that event at the same time forever."""
+    params = PlogPT(L=3.0032156571126425e-07,
+                    g=Tabulated(sizes=(0, 1, 256, 4096, 65536),
+                                values=(1.28e-05, 1.0075e-05, 1.9489e-05, 0.00035820917828134825,
+                                        0.005608578428401805)),
+                    bidirectional=TreeLevels(b=(11951636.466437208, 12150583.318793088, 24301166.637586176)))
+    schedule = REGISTRY.get("bcast", "chain_rendezvous").schedule(8, 0, 524288)
+    result = simulate(schedule, "plogpt", params)
+    assert 0.3 < result.total < 1.0
 
 
 def test_binary_tree_has_b_of_h_on_its_edges():

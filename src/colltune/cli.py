@@ -53,6 +53,7 @@ from colltune.sim import (
     two_level,
 )
 from colltune.sim.goal import goal_lines, read_goal, write_goal
+from colltune.sim.network import on_topology
 from colltune.sim.trace import write_trace
 from colltune.tune import (
     NATIVE_SOURCE,
@@ -1209,7 +1210,8 @@ def networks_markdown() -> str:
              ("`colltune simulate --model NAME` times a schedule event by event on one of these models; its "
               "parameters come from the profile's model of the same family (or from `--set NAME=VALUE`, in seconds "
               "and bytes). `--topology FILE|star:RATE` carries the messages of any endpoint model as flows over a "
-              "switched network whose links are shared by the flows crossing them (`--sharing equal`, paper 001 "
+              "switched network whose links are shared by the flows crossing them, one stream per sender and "
+              "receiver carrying its messages in order (`--sharing equal`, paper 001 "
               "eq. 7, or `maxmin`). Registry schedules post each rank's operations in list order; GOAL schedules "
               "(`--goal FILE`) carry only their own dependencies, and may hold wildcard receives (`recv ... from -1` or "
               "`tag -1`, as LogGOPSim accepts), which the simulator matches as MPI matches `MPI_ANY_SOURCE` and "
@@ -1221,6 +1223,8 @@ def networks_markdown() -> str:
     for n in NETWORKS.values():
         where = f"Parameters: the profile's `{n.params}` model. Source: {n.source}."
         lines += [f"## {n.name}", "", inspect.cleandoc(n.doc), "", where, ""]
+    lines += ["## Endpoint models over a topology (`--topology`)", "",
+              inspect.cleandoc(on_topology.__doc__ or ""), ""]
     lines += ["## Finite switch buffers (`--buffer BYTES`, or `buffer` in a topology file)", "",
               inspect.cleandoc(drops.__doc__ or ""), ""]
     return "\n".join(lines).rstrip() + "\n"

@@ -275,15 +275,38 @@ def _plogpt(p: PlogPT, msgs: Messages) -> Costs:
 
 
 def on_topology(costs: Costs, msgs: Messages, topology: Topology) -> Costs:
-    """Carry the messages of ``costs`` as flows over ``topology``: each carries its size in bytes
-    and arrives the endpoint latency plus the path's link latencies after its flow ends."""
+    """Carry the messages of ``costs`` as flows over ``topology``, each carrying its size in bytes,
+    without counting the wire twice.
+
+    An endpoint model measured on a network already holds its wire time: g(m), beta m, G m grow
+    with the bytes on the link.  The flow now carries them, so the endpoint's costs keep only what
+    exceeds the message's wire time on its path alone, w = m / (the narrowest link of the path):
+    the sender's CPU and NIC times and the receiver's NIC gap lose w (a blocking send of a large
+    message returns once its bytes are on the wire, so os(m) holds them too), and the time from
+    the send to the receive's completion loses w, taken
+    from the latency first and from the receiver's processing for what the latency lacks (LogGOPS
+    counts the bytes there).  The path's link latencies are added to the latency.  A message that
+    has its path to itself thus takes what the endpoint model says (plus the link latencies), and
+    sharing a link is what makes it slower."""
     if topology.procs != msgs.procs:
         raise NetworkError(f"the topology places {topology.procs} ranks; the schedule has P = {msgs.procs}")
-    path_lat, _ = topology.pair_properties(msgs.src[msgs.sends], msgs.dst[msgs.sends])
-    lat = costs.lat.copy()
+    src, dst = msgs.src[msgs.sends], msgs.dst[msgs.sends]
+    path_lat, _ = topology.pair_properties(src, dst)
+    _, up, down, _, _ = topology.arrays()
+    pair, paths = topology.routes(src, dst)
+    narrowest = np.array([min([up[v] for v in climb] + [down[v] for v in descend], default=math.inf)
+                          for climb, descend, _ in paths])
+    wire = np.zeros(len(msgs.sends))
+    wire[msgs.sends] = msgs.size[msgs.sends] / narrowest[pair]
+
+    def less_wire(column: np.ndarray) -> np.ndarray:
+        return np.maximum(column - wire, 0.0)
+
+    lat = less_wire(costs.lat)
+    cr = np.maximum(costs.cr - np.maximum(wire - costs.lat, 0.0), 0.0)
     lat[msgs.sends] += path_lat
     vol = np.where(msgs.sends, msgs.size.astype(np.float64), 0.0)
-    return Costs(costs.cs, costs.gs, lat, costs.cr, costs.gr, costs.rdv, vol, topology)
+    return Costs(less_wire(costs.cs), less_wire(costs.gs), lat, cr, less_wire(costs.gr), costs.rdv, vol, topology)
 
 
 def local_costs(schedule: Schedule, params: ParamSet) -> np.ndarray:
