@@ -60,10 +60,16 @@ def bandwidth(*args: str, python: str = sys.executable, run: tuple[str, ...] = (
 
 @needs_root
 def test_star_links_carry_their_rate_and_the_topology_file_describes_them(bed):
-    res = bed("--hosts", "4", "--topology", "star", "--link", "100Mbit")
+    assert "bucket must hold one frame" in bed("--hosts", "4", "--burst", "1000").stderr
+    res = bed("--hosts", "4", "--topology", "star", "--link", "100Mbit", "--queue", "64KiB")
     assert res.returncode == 0, res.stderr
     topology = read_topology(testbed.topology_file(NAME))
     assert topology.procs == 4 and all(n.up == 12.5e6 for n in topology.nodes if n.parent)
+    assert all(n.buffer == 65536 for n in topology.nodes if n.parent)  # the switch ports' queues, as made
+    qdisc = subprocess.run(["ip", "netns", "exec", f"{NAME}-h0", "tc", "-j", "qdisc", "show", "dev", "eth0"],
+                           capture_output=True, text=True, check=True).stdout
+    tbf = json.loads(qdisc)[0]
+    assert tbf["kind"] == "tbf" and tbf["options"]["burst"] == testbed.net.BURST, tbf
     rates = bandwidth("links")
     assert len(rates) == 4 and all(90 <= r <= 100 for r in rates.values()), rates
     status = json.loads(colltune("testbed", "status", "--name", NAME).stdout)

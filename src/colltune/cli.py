@@ -1264,8 +1264,12 @@ def testbed_group() -> None:
               help="Rate of the switch uplinks, one per level from the bottom [default: non-blocking].")
 @click.option("--queue", default="128KiB", show_default=True,
               help="Queue of every switch port, bytes (about 10 ms at 100 Mbit/s).")
+@click.option("--burst", default=None, metavar="BYTES",
+              help="Token bucket of every link, bytes [default: one frame, so that links serialise like a wire; "
+                   "larger emulates a policed link].")
 @click.option("--name", default="colltune", show_default=True, help="The testbed's name.")
-def testbed_up_cmd(hosts: int, shape: str, link: str, uplinks: tuple[str, ...], queue: str, name: str) -> None:
+def testbed_up_cmd(hosts: int, shape: str, link: str, uplinks: tuple[str, ...], queue: str, burst: str | None,
+                   name: str) -> None:
     """Create the testbed and write its topology (the simulator's format)."""
     rate = _rate(link, "--link")
     ups = [_rate(u, "--uplink") for u in uplinks]
@@ -1285,7 +1289,8 @@ def testbed_up_cmd(hosts: int, shape: str, link: str, uplinks: tuple[str, ...], 
             topology = read_topology(shape)
             if topology.procs != hosts:
                 raise click.BadParameter(f"{shape} places {topology.procs} hosts, not {hosts}", param_hint="--hosts")
-        path = testbed.up(topology, name, parse_bytes(queue))
+        path = testbed.up(topology, name, parse_bytes(queue),
+                          testbed.net.BURST if burst is None else parse_bytes(burst))
     except ColltuneError as exc:
         raise click.UsageError(str(exc)) from None
     click.echo(f"testbed {name} is up: {topology.description}; topology written to {path}")
