@@ -141,9 +141,14 @@ def test_grid_trees_match_native(procs: int) -> None:
 
 @pytest.mark.parametrize("procs", (2, 4))
 def test_quick_probe_writes_a_consistent_profile(procs: int, tmp_path: Path) -> None:
+    """The quick probe writes every model with its spreads and fits."""
     out = tmp_path / "profile.json"
     res = run_colltune(procs, "probe", "--quick", "-o", str(out), "--name", "localhost", timeout=180)
     assert res.returncode == 0, f"stdout:\n{res.stdout}\nstderr:\n{res.stderr[-4000:]}"
+    # not on a terminal: one plain progress line per step, from rank 0 only
+    steps = [line for line in res.stderr.splitlines() if line.startswith("probe ")]
+    total = int(steps[0].split()[1].split("/")[1])
+    assert [int(line.split()[1].split("/")[0]) for line in steps] == list(range(1, total + 1))
     profile = read_profile(out)
     prov = profile.provenance
     assert prov.procs == procs and len(prov.hosts or ()) == procs and "MPICH" in (prov.mpi_library or "")

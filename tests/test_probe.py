@@ -216,3 +216,23 @@ def test_plans_add_size_0_and_reject_what_cannot_be_fitted():
         plan_for("quick", [0])
     with pytest.raises(ProbeError, match="unknown probe mode"):
         plan_for("fast")
+
+
+def test_trains_keep_within_their_bytes_and_budgets_cut_repetitions():
+    """The default plan's PRTT(n, ., s) keeps n s within 1 MiB (n >= 2), and a budget cuts a
+    point's repetitions to what fits in it, never below MIN_REPS nor above the plan's."""
+    from mpi4py import MPI
+
+    from colltune.probe.measure import MIN_REPS, Meter
+    from colltune.probe.run import PLANS, plan_for
+
+    default = PLANS["default"]
+    trains = dict(zip(default.sizes, default.trains(), strict=True))
+    assert trains[0] == trains[65536] == 16 and trains[262144] == 4 and trains[1 << 20] == 2
+    assert set(PLANS["quick"].trains()) == {PLANS["quick"].train}
+    assert plan_for("default", [1 << 22]).trains() == [16, 2]
+    meter = Meter(MPI.COMM_SELF, reps=25, warmup=5, budget=0.5)
+    assert meter._counts(1e-5) == (5, 25)
+    assert meter._counts(0.05) == (2, 10)
+    assert meter._counts(0.3) == (1, MIN_REPS)
+    assert Meter(MPI.COMM_SELF, reps=25, warmup=5)._counts(0.3) == (5, 25)

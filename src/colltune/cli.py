@@ -595,7 +595,13 @@ def probe_cmd(output: str, mode: str | None, sizes: str | None, name: str) -> No
     me = comm.Get_rank()
     with _mpi_job(comm, [output]):
         size_list = parse_size_list(sizes) if sizes else None
-        if me == 0:
+        if me == 0 and not sys.stderr.isatty():
+            say = _lines(me)
+            start = time.perf_counter()
+            profile = probe(comm, mode or "default", size_list, name,
+                            progress=lambda what, done, total: say(f"probe {done + 1}/{total} "
+                                                                   f"({time.perf_counter() - start:.0f} s): {what}"))
+        elif me == 0:
             with Progress(TextColumn("{task.description:<52}"), BarColumn(), MofNCompleteColumn(),
                           TimeElapsedColumn(), console=Console(stderr=True), transient=True) as bar:
                 task = bar.add_task("starting", total=None)

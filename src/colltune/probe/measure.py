@@ -5,7 +5,10 @@ Ranks that take no part in a measurement wait in a non-blocking barrier, polled 
 sleeps (:meth:`Meter.rest`), so that on an oversubscribed machine the ranks measuring get the
 cores instead of sharing them with ranks spinning in MPI.  Every kernel ends with that barrier,
 so kernels never overlap.  Each kernel runs ``warmup`` unrecorded repetitions before its
-``reps`` recorded ones.
+``reps`` recorded ones.  With a ``budget`` (seconds per measured point), the repetitions of a
+point are cut to what fits in it, by the round trip that :meth:`Meter.pace` estimated for its
+size (the same on every rank), but not below :data:`MIN_REPS`: a megabyte at 100 Mbit/s takes
+84 ms, and trains of them at full repetitions would take minutes.
 """
 
 from __future__ import annotations
@@ -18,6 +21,9 @@ from mpi4py import MPI
 
 #: Seconds an idle rank sleeps between polls of the barrier.
 SLEEP = 2e-4
+#: With a budget, at least this many recorded repetitions: the median of five still discards two
+#: outliers.
+MIN_REPS = 5
 TAG_DATA, TAG_PING, TAG_LOAD = 71, 72, 73
 
 
@@ -35,11 +41,39 @@ class Meter:
     comm: MPI.Comm
     reps: int
     warmup: int
+    budget: float | None = None
 
     def __post_init__(self) -> None:
         self.me, self.procs = self.comm.Get_rank(), self.comm.Get_size()
         self._send = np.zeros(0, dtype=np.uint8)
         self._recv = np.zeros(0, dtype=np.uint8)
+        self._rtt0, self._rtt_per_byte = 0.0, 0.0
+
+    def pace(self, size: int) -> None:
+        """Estimate the round trip between ranks 0 and 1 as a line through RTT(0) and RTT(size)
+        (a few ping-pongs each, which also warm the path up), the same on every rank; the budget
+        divides by it."""
+        sbuf, rbuf = self.buffers(size)
+        line = None
+        if self.me < 2:
+            median = {s: float(np.median([self._round_trip(1 - self.me, sbuf[:s], rbuf[:s], self.me == 0)
+                                          for _ in range(4)][1:])) for s in (0, size)}
+            line = (median[0], max(median[size] - median[0], 0.0) / max(size, 1))
+        self.rest()
+        self._rtt0, self._rtt_per_byte = self.comm.bcast(line, root=0)
+
+    def round_trip(self, size: int) -> float:
+        """The estimated round trip of ``size`` bytes between ranks 0 and 1, s (0 before :meth:`pace`)."""
+        return self._rtt0 + self._rtt_per_byte * size
+
+    def _counts(self, seconds: float) -> tuple[int, int]:
+        """``(warm-up, recorded)`` repetitions of a kernel whose one repetition takes about
+        ``seconds``: all of them without a budget, else what fits in it (at least MIN_REPS
+        recorded and one warm-up)."""
+        if self.budget is None or seconds <= 0:
+            return self.warmup, self.reps
+        fit = int(self.budget / seconds)
+        return min(self.warmup, max(1, fit // 5)), min(self.reps, max(MIN_REPS, fit))
 
     def buffers(self, size: int) -> tuple[np.ndarray, np.ndarray]:
         """A send and a receive buffer of at least ``size`` bytes."""
@@ -85,9 +119,10 @@ class Meter:
         the reply are simultaneous exchanges (MPI_Sendrecv) in both directions, which gives the
         bidirectional parameters (paper 001 section III-B-1)."""
         sbuf, rbuf = self.buffers(size)
-        out = np.empty(self.reps)
+        warm, reps = self._counts((n + 1) / 2 * self.round_trip(size) * (2 if both else 1) + (n - 1) * delay)
+        out = np.empty(reps)
         if self.me == 0:
-            for k in self._rounds():
+            for k in range(warm + reps):
                 t = MPI.Wtime()
                 for i in range(n):
                     if both:
@@ -100,10 +135,10 @@ class Meter:
                     self.comm.Sendrecv([sbuf, MPI.BYTE], peer, TAG_DATA, [rbuf, MPI.BYTE], peer, TAG_DATA)
                 else:
                     self.comm.Recv([rbuf, MPI.BYTE], peer, TAG_DATA)
-                if k >= self.warmup:
-                    out[k - self.warmup] = MPI.Wtime() - t
+                if k >= warm:
+                    out[k - warm] = MPI.Wtime() - t
         elif self.me == peer:
-            for _ in self._rounds():
+            for _ in range(warm + reps):
                 if both:
                     for _ in range(n + 1):
                         self.comm.Sendrecv([sbuf, MPI.BYTE], 0, TAG_DATA, [rbuf, MPI.BYTE], 0, TAG_DATA)
@@ -119,16 +154,17 @@ class Meter:
         rank 1's receive call once the message has arrived; and the time of the probe
         (MPI_Iprobe) that found it arrived.  Rank 1 acknowledges with an empty message."""
         sbuf, rbuf = self.buffers(size)
-        send_t, recv_t, poll_t = np.empty(self.reps), np.empty(self.reps), np.empty(self.reps)
+        warm, reps = self._counts(self.round_trip(size))
+        send_t, recv_t, poll_t = np.empty(reps), np.empty(reps), np.empty(reps)
         if self.me == 0:
-            for k in self._rounds():
+            for k in range(warm + reps):
                 t = MPI.Wtime()
                 self.comm.Send([sbuf, MPI.BYTE], 1, TAG_DATA)
-                if k >= self.warmup:
-                    send_t[k - self.warmup] = MPI.Wtime() - t
+                if k >= warm:
+                    send_t[k - warm] = MPI.Wtime() - t
                 self.comm.Recv([rbuf[:0], MPI.BYTE], 1, TAG_DATA)
         elif self.me == 1:
-            for k in self._rounds():
+            for k in range(warm + reps):
                 while True:
                     t = MPI.Wtime()
                     found = self.comm.Iprobe(0, TAG_DATA)
@@ -137,9 +173,9 @@ class Meter:
                         break
                 t = MPI.Wtime()
                 self.comm.Recv([rbuf, MPI.BYTE], 0, TAG_DATA)
-                if k >= self.warmup:
-                    recv_t[k - self.warmup] = MPI.Wtime() - t
-                    poll_t[k - self.warmup] = poll
+                if k >= warm:
+                    recv_t[k - warm] = MPI.Wtime() - t
+                    poll_t[k - warm] = poll
                 self.comm.Send([sbuf[:0], MPI.BYTE], 0, TAG_DATA)
         self.rest()
         theirs = self._to_root((recv_t, poll_t) if self.me == 1 else None, 1)
@@ -199,8 +235,9 @@ class Meter:
         sbuf, _ = self.buffers(size)
         rbuf = np.empty(size * bursts, dtype=np.uint8) if taking_part else np.zeros(0, dtype=np.uint8)
         pong = np.zeros(1, dtype=np.uint8)
-        totals, latency = np.empty(self.reps), np.empty(self.reps)
-        for k in self._rounds():
+        warm, reps = self._counts(bursts * self.round_trip(size) * (2 if both else 1))
+        totals, latency = np.empty(reps), np.empty(reps)
+        for k in range(warm + reps):
             self.rest()
             rate, lat = 0.0, 0.0
             if taking_part:
@@ -220,9 +257,9 @@ class Meter:
                 MPI.Request.Waitall(reqs)
             self.rest()
             rates = self.comm.gather(rate, root=0)
-            if me == 0 and k >= self.warmup:
-                totals[k - self.warmup] = sum(rates) / (2 if both else 1)
-                latency[k - self.warmup] = lat
+            if me == 0 and k >= warm:
+                totals[k - warm] = sum(rates) / (2 if both else 1)
+                latency[k - warm] = lat
         self.rest()
         return (totals, latency) if me == 0 else None
 

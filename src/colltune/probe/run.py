@@ -71,17 +71,27 @@ class Plan:
     tree_size: int
     tree_bursts: int
     pings: int
+    train_bytes: int | None = None  # PRTT(n, ., s) keeps n s within this (n >= 2)
+    budget: float | None = None  # seconds per measured point (Meter.budget)
+
+    def trains(self) -> list[int]:
+        """n of PRTT(n, ., s) at each size: ``train``, shortened to ``train_bytes`` of messages."""
+        if self.train_bytes is None:
+            return [self.train] * len(self.sizes)
+        return [max(2, min(self.train, self.train_bytes // max(s, 1))) for s in self.sizes]
 
 
+#: The default mode measures g(m) up to 1 MiB within about a minute and a half on 8 hosts at
+#: 100 Mbit/s: half a second per measured point, and trains of at most 1 MiB.
 PLANS = {
     "quick": Plan(reps=7, warmup=3, sizes=(0, 1, 256, 4 * KiB, 64 * KiB), packet_sizes=(1, 16, 40, 512, 1500),
                   train=8, tree_size=64 * KiB, tree_bursts=4, pings=5),
     "default": Plan(reps=25, warmup=5, sizes=(0, *(2 ** k for k in range(21))),
                     packet_sizes=(1, 8, 16, 24, 32, 40, 64, 128, 256, 512, 1024, 1500), train=16,
-                    tree_size=1024 * KiB, tree_bursts=8, pings=10),
+                    tree_size=256 * KiB, tree_bursts=8, pings=10, train_bytes=1024 * KiB, budget=0.5),
     "thorough": Plan(reps=50, warmup=5, sizes=(0, *(2 ** k for k in range(23))),
                      packet_sizes=(1, 4, 8, 16, 24, 32, 40, 64, 128, 256, 384, 512, 768, 1024, 1280, 1500),
-                     train=32, tree_size=1024 * KiB, tree_bursts=8, pings=20),
+                     train=32, tree_size=1024 * KiB, tree_bursts=8, pings=20, train_bytes=8192 * KiB, budget=5.0),
 }
 
 #: ``progress(description, steps done, steps in all)``, called on rank 0 as each step starts.
@@ -104,11 +114,13 @@ def plan_for(mode: str, sizes: Sequence[int] | None = None) -> Plan:
     return PLANS[mode] if sizes is None else replace(PLANS[mode], sizes=_check_sizes(sizes))
 
 
-def _diff(long: Series, short: Series, n: int, extra: float | Sequence[float], name: str, method: str) -> Series:
-    """``(long - short) / (n-1) - extra`` point by point, with the spreads added."""
+def _diff(long: Series, short: Series, n: int | Sequence[int], extra: float | Sequence[float], name: str,
+          method: str) -> Series:
+    """``(long - short) / (n-1) - extra`` point by point (``n`` one or per point), with the spreads added."""
     sub = np.asarray(extra, dtype=np.float64) * np.ones(len(long.x))
-    med = [(a.median - b.median) / (n - 1) - e for a, b, e in zip(long.points, short.points, sub, strict=True)]
-    half = [(a.iqr + b.iqr) / 2 / (n - 1) for a, b in zip(long.points, short.points, strict=True)]
+    ns = np.asarray(n, dtype=np.float64) * np.ones(len(long.x))
+    med = [(a.median - b.median) / (k - 1) - e for a, b, e, k in zip(long.points, short.points, sub, ns, strict=True)]
+    half = [(a.iqr + b.iqr) / 2 / (k - 1) for a, b, k in zip(long.points, short.points, ns, strict=True)]
     reps = [min(a.reps, b.reps) for a, b in zip(long.points, short.points, strict=True)]
     return derived(long.unit, long.x_name, long.x, med, half, reps, f"{name}: {method}")
 
@@ -128,7 +140,7 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
         raise ProbeError(f"colltune probe measures between ranks: run it on at least 2 (mpiexec -n 2 or more), "
                          f"not {P}")
     plan = plan_for(mode, sizes)
-    meter = Meter(comm, plan.reps, plan.warmup)
+    meter = Meter(comm, plan.reps, plan.warmup, plan.budget)
     me = comm.Get_rank()
 
     depth = floor_log2(P)
@@ -144,6 +156,7 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
     fits: dict[str, Fit] = {}
     notes: list[str] = []
     n = plan.train
+    trains = plan.trains()
 
     def sweep(key: str, sizes: Sequence[int], unit: str, method: str, kernel) -> None:  # type: ignore[no-untyped-def]
         samples = [kernel(s) for s in sizes]
@@ -152,23 +165,25 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
 
     # -- point to point, ranks 0 and 1 ---------------------------------------------------------
     step("round trips between ranks 0 and 1")
-    meter.prtt(1, 0.0, max(plan.sizes))  # warm the path up before anything is recorded
+    meter.pace(max(plan.sizes))  # also warms the path up before anything is recorded
     sweep("rtt", plan.sizes, "s", "PRTT(1, 0, s): a message and its reply", lambda s: meter.prtt(1, 0.0, s))
+    per_size = dict(zip(plan.sizes, trains, strict=True))
+    name_n = f"n = {n}" if len(set(trains)) == 1 else f"n = {n}, at most {plan.train_bytes} B of messages and n >= 2"
     step(f"send gaps (trains of {n} messages)")
-    sweep("prtt_train", plan.sizes, "s", f"PRTT({n}, 0, s)", lambda s: meter.prtt(n, 0.0, s))
+    sweep("prtt_train", plan.sizes, "s", f"PRTT(n, 0, s), {name_n}", lambda s: meter.prtt(per_size[s], 0.0, s))
     # d(s) must exceed the gap g + (s-1)G for PRTT(n, d, s) to time o + (s-1)O + d
-    delays = comm.bcast([2 * max((b.median - a.median) / (n - 1), a.median / 2) for a, b in
-                         zip(m["rtt"].points, m["prtt_train"].points, strict=True)] if me == 0 else None)
+    delays = comm.bcast([2 * max((b.median - a.median) / (k - 1), a.median / 2) for a, b, k in
+                         zip(m["rtt"].points, m["prtt_train"].points, trains, strict=True)] if me == 0 else None)
     step("send overheads (trains with busy waits)")
-    samples = [meter.prtt(n, d, s) for s, d in zip(plan.sizes, delays, strict=True)]
+    samples = [meter.prtt(k, d, s) for s, d, k in zip(plan.sizes, delays, trains, strict=True)]
     if me == 0:
-        m["prtt_delay"] = series("s", "bytes", plan.sizes, samples, f"PRTT({n}, d, s), d(s) = 2 max(gap, RTT/2)")
+        m["prtt_delay"] = series("s", "bytes", plan.sizes, samples, f"PRTT(n, d, s), {name_n}, d(s) = 2 max(gap, RTT/2)")
     step("send and receive call times")
     calls = [meter.overheads(s) for s in plan.sizes]
     step("bidirectional round trips")
     sweep("rtt_bi", plan.sizes, "s", "PRTT(1, 0, s) with both ranks sending", lambda s: meter.prtt(1, 0.0, s, both=True))
-    sweep("prtt_train_bi", plan.sizes, "s", f"PRTT({n}, 0, s) with both ranks sending",
-          lambda s: meter.prtt(n, 0.0, s, both=True))
+    sweep("prtt_train_bi", plan.sizes, "s", f"PRTT(n, 0, s), {name_n}, with both ranks sending",
+          lambda s: meter.prtt(per_size[s], 0.0, s, both=True))
 
     # -- PlogPT's tree --------------------------------------------------------------------------
     tree: dict[bool, list] = {False: [], True: []}
@@ -205,10 +220,11 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
     sz = plan.sizes
     m["send_call"] = series("s", "bytes", sz, [c[0] for c in calls], "os(m): time of MPI_Send (rank 0)")
     m["recv_call"] = series("s", "bytes", sz, [c[1] for c in calls], "or(m): time of MPI_Recv of an arrived message")
-    m["gap"] = _diff(m["prtt_train"], m["rtt"], n, 0.0, "gap", "(PRTT(n, 0, s) - PRTT(1, 0, s)) / (n-1)")
-    m["overhead"] = _diff(m["prtt_delay"], m["rtt"], n, delays, "overhead",
+    m["gap"] = _diff(m["prtt_train"], m["rtt"], trains, 0.0, "gap", "(PRTT(n, 0, s) - PRTT(1, 0, s)) / (n-1)")
+    m["overhead"] = _diff(m["prtt_delay"], m["rtt"], trains, delays, "overhead",
                           "(PRTT(n, d, s) - PRTT(1, 0, s)) / (n-1) - d(s)")
-    m["gap_bi"] = _diff(m["prtt_train_bi"], m["rtt_bi"], n, 0.0, "bidirectional gap", "(PRTT(n) - PRTT(1)) / (n-1)")
+    m["gap_bi"] = _diff(m["prtt_train_bi"], m["rtt_bi"], trains, 0.0, "bidirectional gap",
+                        "(PRTT(n) - PRTT(1)) / (n-1)")
     rtt, gap = np.array(m["rtt"].medians), np.array(m["gap"].medians)
     hockney, fits["hockney"] = fit.fit_hockney(sz, rtt / 2)
     loggp, fits["loggp"] = fit.fit_loggp(sz, rtt, gap, m["overhead"].medians, _stderr(m["gap"]),
