@@ -19,6 +19,7 @@ import pytest
 from helpers import run_bounded
 
 from colltune.profiles import read_profile
+from colltune.sim import NETWORKS
 
 HERE = Path(__file__).parent / "mpi"
 MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
@@ -155,6 +156,12 @@ def test_quick_probe_writes_a_consistent_profile(procs: int, tmp_path: Path) -> 
     assert prov.colltune_version and prov.date
     models = profile.models
     assert set(models.present()) == {"hockney", "logp", "loggp", "plogp", "cluster", "plogpt", "latency"}
+    # the check of a few collectives chose the network model, and is kept
+    from colltune.probe.run import CHECKS, PLANS  # after the jobs: it initialises MPI in this process
+
+    checks = len(CHECKS) * len(PLANS["quick"].check_sizes)
+    assert profile.default_network in NETWORKS and len(profile.measurements["check"].points) == checks
+    assert any(note.startswith(f"default_network {profile.default_network}:") for note in prov.notes)
     # L = RTT(0)/2 - g(0) (paper 001 eq. 1) is clipped at 0: on shared memory under load g(0) can
     # reach RTT(0)/2 (seen in CI at P = 2)
     assert models.plogp.L >= 0 and models.hockney.alpha > 0

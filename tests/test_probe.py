@@ -236,3 +236,23 @@ def test_trains_keep_within_their_bytes_and_budgets_cut_repetitions():
     assert meter._counts(0.05) == (2, 10)
     assert meter._counts(0.3) == (1, MIN_REPS)
     assert Meter(MPI.COMM_SELF, reps=25, warmup=5)._counts(0.3) == (5, 25)
+
+
+@pytest.mark.parametrize("network", ["hockney", "logp", "loggops", "plogp"])
+def test_the_network_model_that_predicts_the_check_is_chosen(network):
+    """Times of the check as a network model predicts them choose that model (or one predicting
+    the same within rounding), with error 0."""
+    from colltune.algorithms import REGISTRY
+    from colltune.probe.run import CHECKS, choose_network
+    from colltune.sim import NETWORKS, simulate
+
+    models = builtin("ethernet-10g-tcp").models
+    params = getattr(models, NETWORKS[network].params)
+    cases = [(c, a, size) for size in (4096, 65536) for c, a in CHECKS]
+    measured = [simulate(REGISTRY.get(c, a).schedule(8, 0, size), network, params).total for c, a, size in cases]
+    chosen, errors = choose_network(models, 8, cases, measured)
+    assert errors[network] < 1e-9 and errors[chosen] <= errors[network]
+    assert set(errors) <= {net.name for net in NETWORKS.values() if getattr(models, net.params) is not None}
+    assert len(errors) >= 4  # every one the profile has parameters for, but plogp-bi: no bidirectional table
+    assert max(errors.values()) > 0.1  # the others are told apart
+

@@ -61,6 +61,8 @@ def test_models_doc_is_current() -> None:
     (lambda d: d["models"]["cluster"].update(BL=-1), "models.cluster.BL: Input should be greater than or equal to 0"),
     (lambda d: d.update(version=2), "version: 2 is not supported"),
     (lambda d: d.update(default_model="hockney"), "default_model 'hockney' has no parameters"),
+    (lambda d: d.update(default_network="ns3"), "default_network 'ns3' is not a network model"),
+    (lambda d: d.update(default_network="plogp-bi"), "default_network 'plogp-bi' needs the profile's plogp"),
     (lambda d: d["models"]["cluster"]["gs"].pop("small"), "models.cluster.gs.small: Field required"),
     (lambda d: d["models"]["cluster"].update(colour="red"), "models.cluster.colour: Extra inputs are not permitted"),
 ])

@@ -45,8 +45,8 @@ from colltune.sim import (
     NETWORKS,
     Topology,
     binary_tree,
-    default_network,
     drops,
+    profile_network,
     read_topology,
     simulate,
     star,
@@ -377,7 +377,8 @@ def _topology(spec: str | None, procs: int) -> Topology | None:
 @click.option("--profile", "profile_spec", metavar="FILE|builtin:NAME",
               help="Profile to read the model parameters from.")
 @click.option("--model", "-m", type=click.Choice(list(NETWORKS)), default=None,
-              help="Network model (default: the one for the profile's default_model); see docs/simulator.md.")
+              help="Network model (default: the profile's default_network, else the one for its default_model); "
+                   "see docs/simulator.md.")
 @click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
               help="Give or override a model parameter, in seconds and bytes (e.g. L=5e-6); repeatable.")
 @_collective_option(required=False)
@@ -407,7 +408,7 @@ def simulate_cmd(profile_spec: str | None, model: str | None, sets: tuple[str, .
         profile = load_profile(profile_spec) if profile_spec else None
         if model is None and profile is None:
             raise click.UsageError("give --profile, or --model with its parameters as --set NAME=VALUE")
-        network = model or default_network(profile.default_model)  # type: ignore[union-attr]
+        network = model or profile_network(profile)  # type: ignore[arg-type]
         values = _model_params(profile, NETWORKS[network].params, sets)
         if goal_file is not None:
             if collective or algorithm:
@@ -535,7 +536,7 @@ def show_cmd(profile_spec: str, plot_file: str | None) -> None:
     prov = profile.provenance
     con.print(f"[bold]{profile.name}[/bold]: {profile.description}")
     con.print(f"times in {'seconds' if profile.time_unit == 's' else 'abstract units'}, sizes in bytes, "
-              f"bandwidths in B/s; default model {profile.default_model}")
+              f"bandwidths in B/s; default model {profile.default_model}, network model {profile_network(profile)}")
     con.print(f"source: {prov.source}" + "".join(f"; {k}: {v}" for k, v in (
         ("date", prov.date), ("MPI", prov.mpi_library), ("P", prov.procs), ("colltune", prov.colltune_version))
         if v is not None))
@@ -790,7 +791,7 @@ def _pricer(profile: Profile, method: str, model: str | None) -> tuple[ModelPric
         if name not in MODELS:
             raise click.UsageError(f"--model {name!r}: not an analytic model; valid: {', '.join(MODELS)}")
         return ModelPricer(profile.params(name), name), name
-    name = model or default_network(profile.default_model)
+    name = model or profile_network(profile)
     if name not in NETWORKS:
         raise click.UsageError(f"--model {name!r}: not a network model; valid: {', '.join(NETWORKS)}")
     return SimPricer(profile.params(NETWORKS[name].params), name), name

@@ -17,7 +17,11 @@ What is measured, and how (kernels in :mod:`colltune.probe.measure`, fits in
 - paper 000's cluster parameters that software can measure, per packet size up to the MTU: Os
   (the send call), gs (the PRTT gap), gr (all ranks sending to rank 0 at once), Or (the receive
   call of an arrived message), Ur (the probe that finds it) and L(m, p) by regression over
-  concurrent ping-pong pairs (a ping-pong costs 2(Os + L + Or + Ur)).
+  concurrent ping-pong pairs (a ping-pong costs 2(Os + L + Or + Ur));
+- a check: the times of a few collectives (:data:`CHECKS`) at a few sizes, run by colltune's
+  executor, which choose the profile's ``default_network``, the simulator's network model that
+  predicts them best (:func:`choose_network`); the analytic ``default_model`` stays pLogP, whose
+  formulas cover the most algorithms.
 
 Every quantity is kept in the profile's ``measurements`` with its median, quartiles, repetitions
 and rejected outliers; every fit in ``fits`` with its residuals.
@@ -33,6 +37,7 @@ import numpy as np
 from mpi4py import MPI
 
 from colltune import __version__
+from colltune.algorithms import REGISTRY
 from colltune.errors import ColltuneError
 from colltune.grid.levels import group_levels
 from colltune.models.params import (
@@ -51,6 +56,8 @@ from colltune.probe import fit
 from colltune.probe.measure import Meter
 from colltune.probe.stats import derived, series
 from colltune.profiles.format import Fit, Models, Profile, Provenance, Series
+from colltune.sim import NETWORKS, simulate
+from colltune.tune.measure import time_collective
 
 KiB = 1024
 
@@ -73,6 +80,7 @@ class Plan:
     pings: int
     train_bytes: int | None = None  # PRTT(n, ., s) keeps n s within this (n >= 2)
     budget: float | None = None  # seconds per measured point (Meter.budget)
+    check_sizes: tuple[int, ...] = (4 * KiB, 64 * KiB)  # block sizes of the collectives that choose the network
 
     def trains(self) -> list[int]:
         """n of PRTT(n, ., s) at each size: ``train``, shortened to ``train_bytes`` of messages."""
@@ -88,11 +96,21 @@ PLANS = {
                   train=8, tree_size=64 * KiB, tree_bursts=4, pings=5),
     "default": Plan(reps=25, warmup=5, sizes=(0, *(2 ** k for k in range(21))),
                     packet_sizes=(1, 8, 16, 24, 32, 40, 64, 128, 256, 512, 1024, 1500), train=16,
-                    tree_size=256 * KiB, tree_bursts=8, pings=10, train_bytes=1024 * KiB, budget=0.5),
+                    tree_size=256 * KiB, tree_bursts=8, pings=10, train_bytes=1024 * KiB, budget=0.5,
+                    check_sizes=(4 * KiB, 64 * KiB, 512 * KiB)),
     "thorough": Plan(reps=50, warmup=5, sizes=(0, *(2 ** k for k in range(23))),
                      packet_sizes=(1, 4, 8, 16, 24, 32, 40, 64, 128, 256, 384, 512, 768, 1024, 1280, 1500),
                      train=32, tree_size=1024 * KiB, tree_bursts=8, pings=20, train_bytes=8192 * KiB, budget=5.0),
 }
+
+#: The collectives the probe times at the end, each by an algorithm whose traffic differs (one
+#: sender at a time, a ring, all pairs at once, many senders to one, and a reduction), so that the
+#: network model that predicts them best becomes the profile's ``default_network``.
+CHECKS = (("bcast", "binomial_tree"), ("allgather", "ring"), ("alltoall", "pairwise_exchange"),
+          ("gather", "flat_tree"), ("allreduce", "recursive_doubling"))
+#: Repetitions of each check (after one warm-up), and seconds each may take at most (down to
+#: :data:`colltune.tune.measure.MIN_REPS`).
+CHECK_REPS, CHECK_BUDGET = 7, 1.0
 
 #: ``progress(description, steps done, steps in all)``, called on rank 0 as each step starts.
 Progress = Callable[[str, int, int], None]
@@ -144,7 +162,7 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
     me = comm.Get_rank()
 
     depth = floor_log2(P)
-    total = 11 + 2 * depth + P // 2  # the step() calls below
+    total = 12 + 2 * depth + P // 2  # the step() calls below
     steps = iter(range(total))
 
     def step(what: str) -> None:
@@ -211,6 +229,9 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
     for k in range(1, P // 2 + 1):
         step(f"cluster model: {k} concurrent ping-pong pair{'s' if k > 1 else ''}")
         transfers[2 * k] = [meter.pair_pingpongs(k, s) for s in plan.packet_sizes]
+    step(f"check: {len(CHECKS)} collectives at {len(plan.check_sizes)} sizes, to choose the network model")
+    cases = [(coll, alg, size) for size in plan.check_sizes for coll, alg in CHECKS]
+    checks = [time_collective(comm, coll, alg, size, {}, CHECK_REPS, 1, CHECK_BUDGET) for coll, alg, size in cases]
     hosts = comm.gather(MPI.Get_processor_name(), root=0)
     if me != 0:
         return None
@@ -310,12 +331,42 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
     if P < 4:
         notes.append("cluster: with fewer than 4 ranks L(m, p) is fitted at p = 2 only, so its a (per process) is 0")
 
-    when = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    provenance = Provenance(source=f"colltune probe --{mode}", date=when, colltune_version=__version__,
-                            mpi_library=MPI.Get_library_version().strip().splitlines()[0].strip(),
-                            hosts=tuple(hosts), procs=P, notes=tuple(notes))
+    m["check"] = derived("s", "case", range(len(cases)), [t.median for t in checks],
+                         [(t.q3 - t.q1) / 2 for t in checks], [t.reps for t in checks],
+                         "the slowest rank's median time of " + ", ".join(f"{c}/{a}" for c, a in CHECKS) +
+                         f", each with blocks of {', '.join(str(s) for s in plan.check_sizes)} B in turn")
     models = Models(hockney=hockney, logp=LogP(L=loggp.L, o=loggp.o, g=loggp.g), loggp=loggp, plogp=plogp,
                     cluster=cluster, plogpt=plogpt, latency=latency)
+    network, errors = choose_network(models, P, cases, [t.median for t in checks])
+    notes.append(f"default_network {network}: the network model with the smallest median relative error on the "
+                 "check (" + ", ".join(f"{n} {e:.0%}" for n, e in sorted(errors.items(), key=lambda ne: ne[1])) +
+                 ")")
+
+    when = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    command = "colltune probe" + ("" if mode == "default" else f" --{mode}")
+    provenance = Provenance(source=command, date=when, colltune_version=__version__,
+                            mpi_library=MPI.Get_library_version().strip().splitlines()[0].strip(),
+                            hosts=tuple(hosts), procs=P, notes=tuple(notes))
     return Profile(name=name, description=f"measured by colltune probe ({mode}) on {P} ranks",
-                   default_model="plogp", provenance=provenance, models=models, measurements=m, fits=fits)
+                   default_model="plogp", default_network=network, provenance=provenance,
+                   models=models, measurements=m, fits=fits)
+
+
+def choose_network(models: Models, procs: int, cases: Sequence[tuple[str, str, int]],
+                   measured: Sequence[float]) -> tuple[str, dict[str, float]]:
+    """The simulator's network model whose predictions of ``cases`` (collective, algorithm, block
+    size in bytes) at ``procs`` ranks come closest to ``measured`` (seconds, in the same order), by
+    the median relative error, and that error for every network model ``models`` can price."""
+    errors = {}
+    for net in NETWORKS.values():
+        params = getattr(models, net.params, None)
+        if params is None:
+            continue
+        try:
+            predicted = [simulate(REGISTRY.get(coll, alg).schedule(procs, 0, size), net.name, params).total
+                         for coll, alg, size in cases]
+        except ColltuneError:
+            continue
+        errors[net.name] = float(np.median([abs(p - t) / t for p, t in zip(predicted, measured, strict=True)]))
+    return min(errors, key=lambda n: (errors[n], n)), errors
 

@@ -128,6 +128,11 @@ class Profile(ParamSet):
     time_unit: Literal["s", "abstract"] = Field("s", description="unit of every time in the profile and of "
                                                                   "the predictions made from it")
     default_model: ModelName = Field(description="the model `colltune predict` uses without --model")
+    default_network: str | None = Field(None, description="the simulator's network model `colltune simulate` "
+                                                         "and `tune` use without --model, priced from a model of "
+                                                         "this profile; `colltune probe` chooses the one that "
+                                                         "predicts its own check of collectives best. Without "
+                                                         "it: the first one priced from default_model")
     provenance: Provenance
     models: Models
     measurements: dict[str, Series] = Field(default_factory=dict,
@@ -139,6 +144,16 @@ class Profile(ParamSet):
         if getattr(self.models, self.default_model) is None:
             raise ValueError(f"default_model {self.default_model!r} has no parameters in models "
                              f"(present: {', '.join(self.models.present()) or 'none'})")
+        if self.default_network is not None:
+            from colltune.sim.network import NETWORKS  # the simulator reads profiles; not the reverse
+
+            net = NETWORKS.get(self.default_network)
+            if net is None:
+                raise ValueError(f"default_network {self.default_network!r} is not a network model; "
+                                 f"valid: {', '.join(NETWORKS)}")
+            if getattr(self.models, net.params, None) is None:
+                raise ValueError(f"default_network {self.default_network!r} needs the profile's {net.params} "
+                                 f"parameters, which it has not")
         return self
 
     def params(self, model: str) -> ParamSet:

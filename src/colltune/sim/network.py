@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -41,6 +42,9 @@ from colltune.models.params import (
 )
 from colltune.schedule import Kind, Schedule
 from colltune.sim.topology import Topology, binary_tree
+
+if TYPE_CHECKING:
+    from colltune.profiles.format import Profile
 
 
 class NetworkError(ColltuneError):
@@ -128,6 +132,13 @@ def default_network(model: str) -> str:
         if net.params == model:
             return net.name
     raise NetworkError(f"no network model simulates the {model!r} parameters; valid: {', '.join(NETWORKS)}")
+
+
+def profile_network(profile: Profile) -> str:
+    """The network model to simulate ``profile`` with when none is named: its ``default_network``
+    (which ``colltune probe`` chooses from its measurements), else the first one priced from its
+    ``default_model``."""
+    return profile.default_network or default_network(profile.default_model)
 
 
 def _columns(msgs: Messages, cs, gs, lat, cr, gr, rdv=None) -> Costs:  # type: ignore[no-untyped-def]
