@@ -48,7 +48,7 @@ BURST = 2 * FRAME + 72
 #: The queue of a host's own port, bytes: Linux's default txqueuelen of 1000 frames.  A host's
 #: NIC holds its sender back rather than dropping (:mod:`colltune.sim.drops`); with a switch
 #: port's 128 KiB instead, a flat-tree broadcast of 64 KiB to 7 hosts lost 46 % of the root's
-#: frames at its own port and took 260 ms instead of 37 ms.
+#: frames at its own port and took 260 ms instead of 38 ms.
 HOST_QUEUE = 1000 * 1514
 
 

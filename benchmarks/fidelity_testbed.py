@@ -1,0 +1,212 @@
+"""How well colltune's predictions hold on the emulated cluster (needs root): issue #18's fidelity benchmark.
+
+Run: ``python benchmarks/fidelity_testbed.py [--shapes star,tree:2] [--hosts 8] [--link 100Mbit]
+[--sizes 4KiB,64KiB,512KiB] [--probe default] [--reps 5] [--warmup 2] [--rounds 3] [--keep DIR] [--plot FILE]``;
+``--repredict DIR`` predicts the times kept in DIR again with the installed colltune (no root needed).
+
+For each shape it brings up a testbed (``colltune testbed up``; ``tree:2`` gets 2:1 oversubscribed
+uplinks: two hosts of ``--link`` share one uplink of ``--link``), then:
+
+1. probes it as a user would (``colltune testbed run -- python -m colltune probe``, timed);
+2. times every registered algorithm of every collective (with its default parameters) and
+   ``native`` at each size, root 0, in one MPI job: a plan built once, ``--warmup`` runs, then
+   ``--reps`` runs each started after a barrier, the slowest rank's time per run, the median;
+   every case once per round, over ``--rounds`` rounds, and the median of the rounds;
+3. predicts each case with every predictor the profile supports (each network model of the
+   simulator, each endpoint model again over the testbed's own topology file, each analytic
+   model; :mod:`colltune.report.fidelity`);
+
+and writes a results file per shape (``fidelity-SHAPE.json`` in ``--keep``), a figure (predicted
+against measured, log-log, one colour per collective) and prints, per predictor, the cases, the
+median and 90th-percentile relative error, how often the predicted best is within 5 % of the
+measured best, and the regret.  ``native`` (MPICH's own choice) is measured for reference and
+left out of the figures.
+
+8 ranks on 2 cores: every rank busy-polls while it waits, so small messages carry CPU noise.
+``--link`` slower than 100Mbit (e.g. 20Mbit) is the extra configuration in which the network
+dominates more.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+COLLECTIVES = ("bcast", "scatter", "gather", "allgather", "alltoall", "reduce", "allreduce", "barrier")
+
+
+def colltune(*args: str, timeout: float = 7200, progress: bool = False) -> str:
+    """Run ``python -m colltune ARGS``; its output, or with ``progress`` its progress lines shown as they come."""
+    res = subprocess.run([sys.executable, "-m", "colltune", *args], stdout=subprocess.PIPE,
+                         stderr=None if progress else subprocess.PIPE, text=True, timeout=timeout, check=False)
+    if res.returncode != 0:
+        sys.exit(f"colltune {' '.join(args)} failed:\n{(res.stderr or '')[-3000:]}")
+    return res.stdout
+
+
+def time_job(out: str, collectives: list[str], sizes: list[int], reps: int, warmup: int, rounds: int) -> None:
+    """Under mpiexec: time every case in each of ``rounds`` rounds; rank 0 writes them as JSON to
+    ``out``, each case's median the median of its rounds' and its quartiles the extremes of theirs,
+    so that a disturbance during one round does not make the figure."""
+    from mpi4py import MPI
+
+    from colltune.algorithms import REGISTRY
+    from colltune.files import write_atomic
+    from colltune.tune.measure import time_collective
+    from colltune.tune.select import candidates
+
+    comm = MPI.COMM_WORLD
+    procs, me = comm.Get_size(), comm.Get_rank()
+    plan = [(coll, size, name, {} if name == "native" else
+             dict(REGISTRY.get(coll, name).schedule(procs, 0, size).meta["params"]))
+            for coll in collectives for size in ([0] if coll == "barrier" else sizes)
+            for name in ["native", *(a.name for a in candidates(coll))]]
+    timings: list[list] = [[] for _ in plan]
+    for rnd in range(rounds):
+        for (coll, size, name, params), found in zip(plan, timings, strict=True):
+            t = time_collective(comm, coll, name, size, params, reps, warmup)
+            found.append(t)
+            if me == 0:
+                print(f"round {rnd + 1}/{rounds} {coll}/{name} {size} B: {t.median * 1e3:.2f} ms", file=sys.stderr,
+                      flush=True)
+    cases = [{"collective": coll, "algorithm": name, "size": size, "params": params,
+              "median": statistics.median(t.median for t in found), "q1": min(t.q1 for t in found),
+              "q3": max(t.q3 for t in found), "reps": sum(t.reps for t in found)}
+             for (coll, size, name, params), found in zip(plan, timings, strict=True)]
+    if me == 0:
+        write_atomic(out, json.dumps({"library": MPI.Get_library_version().strip().splitlines()[0], "procs": procs,
+                                      "hosts": sorted(set(comm.gather(MPI.Get_processor_name()) or [])),
+                                      "cases": cases}))
+    else:
+        comm.gather(MPI.Get_processor_name())
+
+
+def run_shape(shape: str, args: argparse.Namespace, d: Path) -> Path:
+    """Bring up ``shape``, probe, time, tear down; returns the results file."""
+    from colltune.files import write_atomic
+
+    tag = shape.replace(":", "")
+    up = ["testbed", "up", "--hosts", str(args.hosts), "--link", args.link, "--topology", shape]
+    if shape.startswith("tree:"):
+        up += ["--uplink", args.link]  # K hosts of --link share one uplink of --link
+    out = colltune(*up)
+    topo_file = d / f"topology-{tag}.json"
+    topo_path = Path(out.strip().rsplit(" ", 1)[-1])
+    write_atomic(topo_file, topo_path.read_text())
+    try:
+        print(f"[{shape}] probe ({args.probe}) ...", flush=True)
+        start = time.perf_counter()
+        mode = [] if args.probe == "default" else [f"--{args.probe}"]
+        colltune("testbed", "run", "--", sys.executable, "-m", "colltune", "probe", *mode, "-o",
+                 str(d / f"profile-{tag}.json"))
+        probe_s = time.perf_counter() - start
+        print(f"[{shape}] probe took {probe_s:.0f} s; timing every algorithm ...", flush=True)
+        colltune("testbed", "run", "--", sys.executable, __file__, "--time-job", str(d / f"times-{tag}.json"),
+                 "--collectives", args.collectives, "--sizes", args.sizes, "--reps", str(args.reps), "--warmup",
+                 str(args.warmup), "--rounds", str(args.rounds), progress=True)
+    finally:
+        subprocess.run([sys.executable, "-m", "colltune", "testbed", "down"], check=False)
+    return predict_shape(shape, args, d, probe_s)
+
+
+def predict_shape(shape: str, args: argparse.Namespace, d: Path, probe_s: float | None) -> Path:
+    """Predict the cases timed on ``shape`` (kept in ``d``) and write its results file."""
+    from colltune.files import write_atomic
+    from colltune.profiles import read_profile
+    from colltune.profiles.format import Provenance
+    from colltune.report.fidelity import FidelityCase, FidelityResults, predict_cases, predictors, simulated_name
+    from colltune.sim import profile_network, read_topology
+
+    tag = shape.replace(":", "")
+    profile = read_profile(d / f"profile-{tag}.json")
+    topology = read_topology(d / f"topology-{tag}.json")
+    timed = json.loads((d / f"times-{tag}.json").read_text())
+    cases = [FidelityCase(**c) for c in timed["cases"]]
+    print(f"[{shape}] predicting {len(cases)} cases ...", flush=True)
+    cases = predict_cases(cases, timed["procs"], predictors(profile, topology))
+    how = f"sizes {args.sizes}, {args.reps} runs after {args.warmup} warm-ups, root 0, median of {args.rounds} rounds"
+    prov = profile.provenance.model_copy(update={"source": "benchmarks/fidelity_testbed.py", "notes": (how,)})
+    results = FidelityResults(network=f"{shape} {args.hosts} hosts {args.link}", procs=timed["procs"],
+                              profile=str(d / f"profile-{tag}.json"),
+                              default_predictor=simulated_name(profile_network(profile), False),
+                              probe_seconds=probe_s, provenance=Provenance(**prov.model_dump()), cases=tuple(cases))
+    path = d / f"fidelity-{tag}.json"
+    write_atomic(path, results.to_json())
+    return path
+
+
+def report(path: Path, plot: Path | None) -> dict[str, object]:
+    from colltune.report.fidelity import fidelities, fidelity_figure, read_fidelity
+    from colltune.report.figure import write_png
+
+    results = read_fidelity(path)
+    results = results.model_copy(update={"cases": tuple(c for c in results.cases if c.algorithm != "native")})
+    figures = fidelities(results)
+    probe = "" if results.probe_seconds is None else f"; probe {results.probe_seconds:.0f} s"
+    print(f"\n{results.network}, P = {results.procs}: {len(results.cases)} cases{probe}; default predictor "
+          f"{results.default_predictor}")
+    print(f"{'predictor':34} {'cases':>5} {'median':>7} {'p90':>7} {'best<=5%':>9} {'regret':>7}")
+    for f in figures:
+        mark = " *" if f.predictor == results.default_predictor else ""
+        print(f"{f.predictor:34} {f.cases:5d} {f.median_error:7.1%} {f.p90_error:7.1%} "
+              f"{f.best_within:4d}/{f.cells:<4d} {f.regret:7.3f}{mark}")
+    if plot is not None:
+        most = max(f.cases for f in figures)
+        best = next(f for f in figures if f.cases == most)  # the best of those that price every case
+        names = list(dict.fromkeys([results.default_predictor, best.predictor]))
+        write_png(fidelity_figure(results, names), plot)
+    return {f.predictor: {"cases": f.cases, "median": f.median_error, "p90": f.p90_error,
+                          "best_within": f.best_within, "cells": f.cells, "regret": f.regret} for f in figures}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shapes", default="star,tree:2")
+    parser.add_argument("--hosts", type=int, default=8)
+    parser.add_argument("--link", default="100Mbit")
+    parser.add_argument("--collectives", default=",".join(COLLECTIVES))
+    parser.add_argument("--sizes", default="4KiB,64KiB,512KiB")
+    parser.add_argument("--probe", default="default", choices=["quick", "default", "thorough"])
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3, help="time every case in this many rounds (median)")
+    parser.add_argument("--keep", help="keep the profiles, topologies, times and results in this directory")
+    parser.add_argument("--plot", help="figure file per shape: FILE with the shape inserted before .png")
+    parser.add_argument("--report", nargs="+", metavar="RESULTS", help="only print the figures of these results files")
+    parser.add_argument("--repredict", metavar="DIR",
+                        help="predict again the times kept in DIR (by --keep) with this colltune, and print the figures")
+    parser.add_argument("--time-job", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    from colltune.units import parse_bytes
+
+    sizes = [parse_bytes(s) for s in args.sizes.split(",")]
+    if args.time_job:
+        time_job(args.time_job, args.collectives.split(","), sizes, args.reps, args.warmup, args.rounds)
+        return
+    if args.report:
+        for path in args.report:
+            report(Path(path), None)
+        return
+    if args.repredict:
+        d = Path(args.repredict)
+        for shape in args.shapes.split(","):
+            old = json.loads((d / f"fidelity-{shape.replace(':', '')}.json").read_text())
+            report(predict_shape(shape, args, d, old.get("probe_seconds")), None)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(args.keep) if args.keep else Path(tmp)
+        d.mkdir(parents=True, exist_ok=True)
+        for shape in args.shapes.split(","):
+            path = run_shape(shape, args, d)
+            plot = Path(args.plot.replace(".png", f"-{shape.replace(':', '')}.png")) if args.plot else None
+            report(path, plot)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,248 @@
+"""Fidelity: how well each predictor (a network model of the simulator, with or without the
+measured network's topology, or an analytic model) predicts measured collective times.
+
+Issue #18's figures, per predictor:
+
+- **relative error** of each case (one algorithm at one size): ``|predicted - measured| / measured``,
+  summarised by its median and 90th percentile;
+- **best within 5 %**: in each cell (a collective at a size), the algorithm the predictor ranks
+  fastest is measured within 5 % of the measured fastest;
+- **regret**: the geometric mean over the cells of measured(predicted best) / measured best, what
+  following the predictor costs.
+
+A predictor is judged only on the cases it can price; a cell counts for it when it prices at
+least two of the cell's algorithms, and its regret is against the fastest of every algorithm
+measured in the cell (also those it cannot price).
+
+The results file (format ``colltune-fidelity``, version 1) keeps the measured times and every
+prediction in seconds, with its provenance; :func:`read_fidelity` and :func:`write_fidelity` read
+and write it (atomically).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import Field
+
+from colltune.algorithms import REGISTRY
+from colltune.errors import ColltuneError
+from colltune.files import parse_record, read_json, write_atomic
+from colltune.models import Unavailable, predict
+from colltune.models.params import MODELS, ParamSet
+from colltune.profiles.format import Profile, Provenance
+from colltune.report.figure import pyplot
+from colltune.sim import NETWORKS, Topology, simulate
+from colltune.tune.native import native_equivalent
+from colltune.tune.table import NATIVE
+
+FORMAT = "colltune-fidelity"
+VERSION = 1
+#: "Within 5 % of the measured best" (issue #18's target).
+BEST_TOLERANCE = 0.05
+
+
+class FidelityError(ColltuneError, ValueError):
+    """A fidelity results file that cannot be used; the message names the file and the field."""
+
+
+class FidelityCase(ParamSet):
+    """One algorithm at one block size: its measured time (the slowest rank per run; seconds) and
+    what each predictor predicts for it (seconds)."""
+
+    collective: str
+    algorithm: str
+    size: int = Field(ge=0, description="block size in bytes")
+    params: dict[str, Any] = Field(default_factory=dict, description="the parameters it ran with")
+    median: float = Field(gt=0, allow_inf_nan=False, description="measured median, s")
+    q1: float = Field(ge=0, allow_inf_nan=False)
+    q3: float = Field(ge=0, allow_inf_nan=False)
+    reps: int = Field(ge=1)
+    predicted: dict[str, float] = Field(default_factory=dict, description="predictor name -> seconds")
+
+
+class FidelityResults(ParamSet):
+    """A fidelity run on one network (format version 1)."""
+
+    format: Literal["colltune-fidelity"] = FORMAT
+    version: Literal[1] = Field(VERSION, description="format version; this colltune reads version 1")
+    network: str = Field(description="the measured network, e.g. the testbed's topology name and link rate")
+    procs: int = Field(ge=1)
+    profile: str = Field(description="the profile the predictions come from")
+    default_predictor: str = Field(description="the predictor of the profile's default network model")
+    probe_seconds: float | None = Field(None, ge=0, description="how long the probe took, s")
+    provenance: Provenance
+    cases: tuple[FidelityCase, ...]
+
+    def to_json(self) -> str:
+        return self.model_dump_json(indent=1) + "\n"
+
+
+def read_fidelity(path: str | os.PathLike[str]) -> FidelityResults:
+    """Read and validate a fidelity results file."""
+    data = read_json(path, "fidelity results", FidelityError)
+    return parse_record(FidelityResults, data, str(path), FORMAT, VERSION, FidelityError)
+
+
+def write_fidelity(results: FidelityResults, path: str | os.PathLike[str]) -> None:
+    """Write ``results`` to ``path`` atomically."""
+    write_atomic(path, results.to_json())
+
+
+#: ``(collective, algorithm, procs, size, params) -> seconds``; raises Unavailable where it cannot.
+PredictFn = Callable[[str, str, int, int, dict[str, Any]], float]
+
+
+def simulated_name(network: str, on_topology: bool, drops: bool = True) -> str:
+    return f"simulate:{network}" + ("" if not on_topology else "@topology" if drops else "@topology-nodrop")
+
+
+def predictors(profile: Profile, topology: Topology | None = None) -> dict[str, PredictFn]:
+    """Every predictor ``profile`` supports: each network model of the simulator whose parameters
+    it has (``simulate:NAME``), each endpoint model again carried over ``topology``
+    (``simulate:NAME@topology``) and, if its switch ports have finite queues, over the same
+    topology with unlimited ones (``simulate:NAME@topology-nodrop``: no drop rule), and each
+    analytic model (``model:NAME``)."""
+    out: dict[str, PredictFn] = {}
+    unlimited = None if topology is None else topology.model_copy(
+        update={"nodes": tuple(n.model_copy(update={"buffer": None}) for n in topology.nodes)})
+
+    def simulated(network: str, params: ParamSet, topo: Topology | None) -> PredictFn:
+        def fn(collective: str, algorithm: str, procs: int, size: int, algparams: dict[str, Any]) -> float:
+            schedule = REGISTRY.get(collective, algorithm).schedule(procs, 0, size, **algparams)
+            try:
+                return simulate(schedule, network, params, topology=topo).total
+            except ColltuneError as exc:
+                raise Unavailable(str(exc)) from None
+        return fn
+
+    def analytic(model: str, params: ParamSet) -> PredictFn:
+        def fn(collective: str, algorithm: str, procs: int, size: int, algparams: dict[str, Any]) -> float:
+            return predict(params, model, collective, algorithm, procs, size, **algparams).time
+        return fn
+
+    for net in NETWORKS.values():
+        params = getattr(profile.models, net.params, None)
+        if params is None:
+            continue
+        out[simulated_name(net.name, False)] = simulated(net.name, params, None)
+        if topology is not None and net.name != "plogpt":  # plogpt brings its own tree
+            out[simulated_name(net.name, True)] = simulated(net.name, params, topology)
+            if unlimited != topology:
+                out[simulated_name(net.name, True, drops=False)] = simulated(net.name, params, unlimited)
+    for model in MODELS:
+        params = getattr(profile.models, model, None)
+        if params is not None:
+            out[f"model:{model}"] = analytic(model, params)
+    return out
+
+
+def predict_cases(cases: Iterable[FidelityCase], procs: int, fns: dict[str, PredictFn]) -> list[FidelityCase]:
+    """``cases`` with every predictor of ``fns`` that can price them filled in; ``native`` is
+    priced as the registry algorithm MPICH runs by default (:func:`native_equivalent`)."""
+    out = []
+    for case in cases:
+        predicted = dict(case.predicted)
+        algorithm, params = case.algorithm, dict(case.params)
+        if algorithm == NATIVE:
+            algorithm, params = native_equivalent(case.collective, procs, case.size)
+        for name, fn in fns.items():
+            try:
+                t = fn(case.collective, algorithm, procs, case.size, params)
+            except Unavailable:
+                continue
+            if math.isfinite(t) and t >= 0:
+                predicted[name] = t
+        out.append(case.model_copy(update={"predicted": predicted}))
+    return out
+
+
+@dataclass(frozen=True)
+class Fidelity:
+    """One predictor's figures over a run (see the module docstring); errors are fractions."""
+
+    predictor: str
+    cases: int
+    median_error: float
+    p90_error: float
+    cells: int
+    best_within: int
+    regret: float
+
+    @property
+    def best_share(self) -> float:
+        """The fraction of cells whose predicted best is within 5 % of the measured best."""
+        return self.best_within / self.cells if self.cells else math.nan
+
+
+def relative_errors(cases: Sequence[FidelityCase], predictor: str) -> list[float]:
+    return [abs(c.predicted[predictor] - c.median) / c.median for c in cases if predictor in c.predicted]
+
+
+def _cells(cases: Sequence[FidelityCase]) -> dict[tuple[str, int], list[FidelityCase]]:
+    cells: dict[tuple[str, int], list[FidelityCase]] = {}
+    for c in cases:
+        cells.setdefault((c.collective, c.size), []).append(c)
+    return cells
+
+
+def fidelity(cases: Sequence[FidelityCase], predictor: str) -> Fidelity:
+    """``predictor``'s figures over ``cases``."""
+    errors = relative_errors(cases, predictor)
+    within = 0
+    ratios = []
+    for cell in _cells(cases).values():
+        priced = [c for c in cell if predictor in c.predicted]
+        if len(priced) < 2:
+            continue
+        chosen = min(priced, key=lambda c: (c.predicted[predictor], c.algorithm))
+        best = min(c.median for c in cell)
+        ratios.append(chosen.median / best)
+        within += chosen.median <= (1 + BEST_TOLERANCE) * best
+    return Fidelity(predictor=predictor, cases=len(errors),
+                    median_error=float(np.median(errors)) if errors else math.nan,
+                    p90_error=float(np.percentile(errors, 90)) if errors else math.nan,
+                    cells=len(ratios), best_within=within,
+                    regret=statistics.geometric_mean(ratios) if ratios else math.nan)
+
+
+def fidelities(results: FidelityResults) -> list[Fidelity]:
+    """Every predictor's figures, best median error first."""
+    names = sorted({name for c in results.cases for name in c.predicted})
+    out = [fidelity(results.cases, name) for name in names]
+    return sorted(out, key=lambda f: (f.median_error, f.predictor))
+
+
+def fidelity_figure(results: FidelityResults, names: Sequence[str]) -> Any:
+    """Predicted against measured (log-log, milliseconds), one panel per predictor of ``names``,
+    one colour per collective, with the diagonal and its +-25 % band."""
+    plt = pyplot()
+    colls = list(dict.fromkeys(c.collective for c in results.cases))
+    fig, axes = plt.subplots(1, len(names), figsize=(5 * len(names), 5.2), squeeze=False)
+    times = [c.median for c in results.cases] + [t for c in results.cases for t in c.predicted.values() if t > 0]
+    lo, hi = min(times) * 1e3 / 1.5, max(times) * 1e3 * 1.5
+    for ax, name in zip(axes.flat, names, strict=True):
+        f = fidelity(results.cases, name)
+        for i, coll in enumerate(colls):
+            pts = [(c.median * 1e3, c.predicted[name] * 1e3) for c in results.cases
+                   if c.collective == coll and c.predicted.get(name, 0) > 0]
+            if pts:
+                x, y = zip(*pts, strict=True)
+                ax.scatter(x, y, s=14, color=f"C{i}", label=coll, alpha=0.8)
+        ax.plot([lo, hi], [lo, hi], color="black", linewidth=0.8)
+        for k in (0.75, 1.25):
+            ax.plot([lo, hi], [lo * k, hi * k], color="grey", linewidth=0.5, linestyle="--")
+        ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), xlabel="measured (ms)",
+               ylabel="predicted (ms)",
+               title=f"{name}\nmedian {f.median_error:.0%}, p90 {f.p90_error:.0%}, regret {f.regret:.2f}")
+        ax.title.set_fontsize(9)
+    axes.flat[0].legend(fontsize=7, loc="upper left")
+    fig.suptitle(f"{results.network}, P = {results.procs}", fontsize=10)
+    fig.tight_layout()
+    return fig

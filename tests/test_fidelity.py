@@ -1,0 +1,117 @@
+"""The fidelity figures (issue #18): relative errors, predicted best within 5 %, regret, and the
+results file."""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+
+import pytest
+
+from colltune.algorithms import REGISTRY
+from colltune.profiles import load_profile
+from colltune.profiles.format import Provenance
+from colltune.report.fidelity import (
+    FidelityCase,
+    FidelityError,
+    FidelityResults,
+    fidelities,
+    fidelity,
+    fidelity_figure,
+    predict_cases,
+    predictors,
+    read_fidelity,
+    write_fidelity,
+)
+from colltune.sim import simulate, star
+from colltune.tune.native import native_equivalent
+
+PROV = Provenance(source="tests", date="2026-11-23T00:00:00+00:00", colltune_version="0", procs=4)
+
+
+def case(coll: str, alg: str, size: int, measured: float, **predicted: float) -> FidelityCase:
+    return FidelityCase(collective=coll, algorithm=alg, size=size, median=measured, q1=measured, q3=measured,
+                        reps=5, predicted=predicted)
+
+
+CASES = [
+    # cell (bcast, 10): a is fastest measured; p ranks b first (b is 10 % slower: a miss), q ranks a first
+    case("bcast", "a", 10, 1.0, p=1.5, q=0.9),
+    case("bcast", "b", 10, 1.1, p=1.0, q=1.1),
+    # cell (bcast, 20): d is fastest; p ranks d first, q ranks c first (4 % slower: within 5 %)
+    case("bcast", "c", 20, 2.08, p=4.0, q=1.0),
+    case("bcast", "d", 20, 2.0, p=2.0, q=2.0),
+    # cell (gather, 10): only p prices two algorithms; q prices one, so the cell does not count for it
+    case("gather", "e", 10, 4.0, p=3.0, q=4.0),
+    case("gather", "f", 10, 5.0, p=5.0),
+]
+
+
+def test_errors_best_share_and_regret_by_hand():
+    p = fidelity(CASES, "p")
+    errors = [0.5, 0.1 / 1.1, 1.92 / 2.08, 0.0, 0.25, 0.0]
+    assert p.cases == 6
+    assert p.median_error == pytest.approx(statistics.median(errors))
+    assert p.cells == 3 and p.best_within == 2  # (bcast, 10) missed, (bcast, 20) and (gather, 10) hit
+    assert p.regret == pytest.approx((1.1 * 1.0 * 1.0) ** (1 / 3))
+    q = fidelity(CASES, "q")
+    assert q.cases == 5 and q.cells == 2 and q.best_within == 2
+    assert q.regret == pytest.approx(math.sqrt(1.0 * 2.08 / 2.0))
+    assert q.best_share == 1.0
+
+
+def test_regret_counts_algorithms_the_predictor_cannot_price():
+    """The measured best of a cell is taken over every measured algorithm."""
+    cells = [case("scatter", "x", 1, 2.0, p=1.0), case("scatter", "y", 1, 3.0, p=2.0), case("scatter", "z", 1, 1.0)]
+    f = fidelity(cells, "p")
+    assert f.cells == 1 and f.best_within == 0 and f.regret == pytest.approx(2.0)
+
+
+def test_a_predictor_without_cases_has_no_figures():
+    f = fidelity(CASES, "nobody")
+    assert f.cases == 0 and f.cells == 0 and math.isnan(f.median_error) and math.isnan(f.regret)
+
+
+def test_predictors_price_every_case_and_native_as_mpich_runs_it():
+    profile = load_profile("builtin:ethernet-10g-tcp")
+    fns = predictors(profile, star(5, 1.25e9))
+    assert "simulate:plogp" in fns and "simulate:plogp@topology" in fns and "model:hockney" in fns
+    assert "simulate:plogpt@topology" not in fns and "simulate:plogp@topology-nodrop" not in fns  # no buffers
+    assert "simulate:plogp@topology-nodrop" in predictors(profile, star(5, 1.25e9).with_buffer(65536))
+    bcast = REGISTRY.get("bcast", "chain_segmented")
+    params = dict(bcast.schedule(5, 0, 65536).meta["params"])
+    cases = predict_cases([case("bcast", "chain_segmented", 65536, 1e-3), case("bcast", "native", 65536, 1e-3)],
+                          5, fns)
+    chain, native = cases[0].predicted, cases[1].predicted
+    alone = simulate(bcast.schedule(5, 0, 65536, **params), "plogp", profile.models.plogp).total
+    assert chain["simulate:plogp"] == pytest.approx(alone)
+    name, eq_params = native_equivalent("bcast", 5, 65536)
+    equivalent = REGISTRY.get("bcast", name).schedule(5, 0, 65536, **eq_params)
+    assert native["simulate:plogp"] == pytest.approx(simulate(equivalent, "plogp", profile.models.plogp).total)
+    assert all(t >= 0 and math.isfinite(t) for t in chain.values())
+
+
+def test_results_file_round_trips_and_bad_files_name_the_field(tmp_path):
+    results = FidelityResults(network="star 4 hosts", procs=4, profile="p.json", default_predictor="p",
+                              provenance=PROV, cases=tuple(CASES))
+    path = tmp_path / "f.json"
+    write_fidelity(results, path)
+    assert read_fidelity(path) == results
+    assert [f.predictor for f in fidelities(results)] == ["q", "p"]  # q's median error is smaller
+    data = json.loads(path.read_text())
+    data["cases"][0]["median"] = -1
+    path.write_text(json.dumps(data))
+    with pytest.raises(FidelityError, match=r"f\.json: cases\.0\.median"):
+        read_fidelity(path)
+    data["version"] = 2
+    path.write_text(json.dumps(data))
+    with pytest.raises(FidelityError, match="version"):
+        read_fidelity(path)
+
+
+def test_figure_has_a_panel_per_predictor():
+    results = FidelityResults(network="star", procs=4, profile="p.json", default_predictor="p", provenance=PROV,
+                              cases=tuple(CASES))
+    fig = fidelity_figure(results, ["p", "q"])
+    assert len(fig.axes) == 2 and "p" in fig.axes[0].get_title()
