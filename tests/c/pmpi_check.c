@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int me, nprocs, corrupt_rank = -1;
 static const char *(*last_algorithm)(void);
@@ -49,6 +50,7 @@ static void same(const char *what, size_t size, int root, const void *got, const
       fprintf(stderr, "rank %d of %d: %s (block %zu bytes, root %d): byte %zu is %u, the library gives %u\n", me,
               nprocs, what, size, root, i, g[i], w[i]);
       fflush(stderr);
+      usleep(300000); /* hydra drops what it has not yet forwarded once the abort kills the job */
       MPI_Abort(MPI_COMM_WORLD, 1);
     }
 }
