@@ -322,6 +322,19 @@ def test_drops_follow_the_transfer_ratio(senders, buffer):
     assert close(resent, (1 - ratio) * k) if ratio < 1 else resent == 0
 
 
+@pytest.mark.parametrize("window, drops", [(None, True), (100_000.0, False), (200_000.0, True)])
+def test_senders_windows_that_fit_the_buffer_lose_nothing(window, drops):
+    """8 senders into a 1 MB port: windows of 100 kB (800 kB in all) fit it and nothing is lost;
+    200 kB windows (1.6 MB) do not, and the flows lose what paper 000's rule says, as without one."""
+    schedule, topo, _ = _flat_gather(8, 1e6)
+    result = simulate(schedule, "hockney", Hockney(alpha=1e-6, beta=0.0), topology=topo.model_copy(
+        update={"window": window}))
+    _, _, lossy = _flat_gather(8, 1e6)
+    assert result.rto.any() == drops
+    if drops:
+        assert np.allclose(result.penalty, lossy.penalty)
+
+
 def test_a_window_within_the_bounds_avoids_the_drops_a_flat_gather_suffers():
     """The coordinated gather with two senders at a time keeps D/A + B/k = 1 and loses nothing."""
     topo = star(9, GATHER_BW).with_buffer(1e6)

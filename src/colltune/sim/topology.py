@@ -66,6 +66,10 @@ class Topology(BaseModel):
     rto: float = Field(0.2, gt=0, allow_inf_nan=False,
                        description="retransmission timeout charged for a dropped flow, s (default: Linux's "
                                    "TCP_RTO_MIN, 200 ms)")
+    window: float | None = Field(None, gt=0, allow_inf_nan=False,
+                                 description="bytes a flow keeps in flight at most (TCP's window): a port "
+                                             "overflows only if its flows' windows exceed its queue; None: "
+                                             "senders push at line rate (paper 000)")
 
     @model_validator(mode="after")
     def _check(self) -> Topology:
