@@ -66,10 +66,10 @@ class Meter:
         """The estimated round trip of ``size`` bytes between ranks 0 and 1, s (0 before :meth:`pace`)."""
         return self._rtt0 + self._rtt_per_byte * size
 
-    def _counts(self, seconds: float) -> tuple[int, int]:
+    def _counts(self, seconds: float = 0.0) -> tuple[int, int]:
         """``(warm-up, recorded)`` repetitions of a kernel whose one repetition takes about
-        ``seconds``: all of them without a budget, else what fits in it (at least MIN_REPS
-        recorded and one warm-up)."""
+        ``seconds`` (0: too little to count): all of them without a budget, else what fits in it
+        (at least MIN_REPS recorded and one warm-up)."""
         if self.budget is None or seconds <= 0:
             return self.warmup, self.reps
         fit = int(self.budget / seconds)
@@ -87,9 +87,6 @@ class Meter:
         req = self.comm.Ibarrier()
         while not req.Test():
             time.sleep(SLEEP)
-
-    def _rounds(self) -> range:
-        return range(self.warmup + self.reps)
 
     def _round_trip(self, peer: int, sbuf: np.ndarray, rbuf: np.ndarray, lead: bool) -> float:
         """One ping-pong with ``peer`` (the leader sends first); its duration in s."""
@@ -191,16 +188,17 @@ class Meter:
         (first to last receive over the number of gaps)."""
         sbuf, rbuf = self.buffers(size)
         count = (self.procs - 1) * n
-        out = np.empty(self.reps)
-        for k in self._rounds():
+        warm, reps = self._counts()
+        out = np.empty(reps)
+        for k in range(warm + reps):
             self.comm.Barrier()
             if self.me == 0:
                 stamps = np.empty(count)
                 for i in range(count):
                     self.comm.Recv([rbuf, MPI.BYTE], MPI.ANY_SOURCE, TAG_DATA)
                     stamps[i] = MPI.Wtime()
-                if k >= self.warmup:
-                    out[k - self.warmup] = (stamps[-1] - stamps[0]) / max(count - 1, 1)
+                if k >= warm:
+                    out[k - warm] = (stamps[-1] - stamps[0]) / max(count - 1, 1)
             else:
                 for _ in range(n):
                     self.comm.Send([sbuf, MPI.BYTE], 0, TAG_DATA)
@@ -211,13 +209,14 @@ class Meter:
         """Round trips of ``size`` bytes in ``pairs`` concurrent ping-pong pairs (0-1, 2-3, ...);
         the samples of every pair, on rank 0."""
         sbuf, rbuf = self.buffers(size)
-        mine = np.empty(self.reps)
+        warm, reps = self._counts()
+        mine = np.empty(reps)
         me = self.me
         if me < 2 * pairs:
-            for k in self._rounds():
+            for k in range(warm + reps):
                 took = self._round_trip(me ^ 1, sbuf, rbuf, me % 2 == 0)
-                if k >= self.warmup:
-                    mine[k - self.warmup] = took
+                if k >= warm:
+                    mine[k - warm] = took
         self.rest()
         every = self.comm.gather(mine if me < 2 * pairs and me % 2 == 0 else None, root=0)
         return np.concatenate([s for s in every if s is not None]) if me == 0 else None
@@ -279,11 +278,12 @@ class Meter:
                 partner[a], partner[b] = b, a
             peer = partner[me]
             if peer < P:
-                samples = np.empty(self.reps)
-                for k in self._rounds():
+                warm, reps = self._counts()
+                samples = np.empty(reps)
+                for k in range(warm + reps):
                     took = self._round_trip(peer, sbuf, rbuf, me < peer)
-                    if k >= self.warmup:
-                        samples[k - self.warmup] = took
+                    if k >= warm:
+                        samples[k - warm] = took
                 if me < peer:
                     found[(me, peer)] = samples
             self.rest()

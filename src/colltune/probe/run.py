@@ -89,8 +89,9 @@ class Plan:
         return [max(2, min(self.train, self.train_bytes // max(s, 1))) for s in self.sizes]
 
 
-#: The default mode measures g(m) up to 1 MiB within about a minute and a half on 8 hosts at
-#: 100 Mbit/s: half a second per measured point, and trains of at most 1 MiB.
+#: The default mode measures g(m) up to 1 MiB in about a minute on 8 hosts at 100 Mbit/s (55 s
+#: and 64 s on the star and tree:2 testbeds, its check included): half a second per measured
+#: point, and trains of at most 1 MiB.
 PLANS = {
     "quick": Plan(reps=7, warmup=3, sizes=(0, 1, 256, 4 * KiB, 64 * KiB), packet_sizes=(1, 16, 40, 512, 1500),
                   train=8, tree_size=64 * KiB, tree_bursts=4, pings=5),
