@@ -142,7 +142,7 @@ def predict_shape(shape: str, args: argparse.Namespace, d: Path, probe_s: float 
 
 
 def report(path: Path, plot: Path | None) -> dict[str, object]:
-    from colltune.report.fidelity import fidelities, fidelity_figure, read_fidelity
+    from colltune.report.fidelity import claim_outcomes, fidelities, fidelity_figure, read_fidelity
     from colltune.report.figure import write_png
 
     results = read_fidelity(path)
@@ -156,10 +156,17 @@ def report(path: Path, plot: Path | None) -> dict[str, object]:
         mark = " *" if f.predictor == results.default_predictor else ""
         print(f"{f.predictor:34} {f.cases:5d} {f.median_error:7.1%} {f.p90_error:7.1%} "
               f"{f.best_within:4d}/{f.cells:<4d} {f.regret:7.3f}{mark}")
+    most = max(f.cases for f in figures)
+    best = next(f for f in figures if f.cases == most)  # the best of those that price every case
+    names = list(dict.fromkeys([results.default_predictor, best.predictor]))
+    print("\nthe papers' claims: time of the first / the second, measured and predicted (ok: same winner, "
+          "ties within 5 %)")
+    for o in claim_outcomes(results.cases):
+        said = "  ".join(f"{n} {o.predicted[n]:.2f} {'ok' if o.agrees(n) else 'WRONG'}" for n in names
+                         if n in o.predicted)
+        print(f"paper {o.claim.paper} {o.claim.collective} {o.claim.first} / {o.claim.second} "
+              f"{o.size // 1024} KiB: measured {o.measured:.2f} ({o.winner}); {said}")
     if plot is not None:
-        most = max(f.cases for f in figures)
-        best = next(f for f in figures if f.cases == most)  # the best of those that price every case
-        names = list(dict.fromkeys([results.default_predictor, best.predictor]))
         write_png(fidelity_figure(results, names), plot)
     return {f.predictor: {"cases": f.cases, "median": f.median_error, "p90": f.p90_error,
                           "best_within": f.best_within, "cells": f.cells, "regret": f.regret} for f in figures}

@@ -13,9 +13,12 @@ from colltune.algorithms import REGISTRY
 from colltune.profiles import load_profile
 from colltune.profiles.format import Provenance
 from colltune.report.fidelity import (
+    CLAIMS,
+    Claim,
     FidelityCase,
     FidelityError,
     FidelityResults,
+    claim_outcomes,
     fidelities,
     fidelity,
     fidelity_figure,
@@ -115,3 +118,26 @@ def test_figure_has_a_panel_per_predictor():
                               cases=tuple(CASES))
     fig = fidelity_figure(results, ["p", "q"])
     assert len(fig.axes) == 2 and "p" in fig.axes[0].get_title()
+
+
+def test_claims_compare_the_measured_winner_with_each_predictors():
+    claim = Claim("000", "gather", "coordinated", "flat_tree", "coordinated wins")
+    cases = [
+        case("gather", "coordinated", 10, 0.8, p=1.0, q=0.5, r=1.0),
+        case("gather", "flat_tree", 10, 1.0, p=1.0, q=1.0),
+        case("gather", "coordinated", 20, 1.03, p=2.0, q=1.0),  # a tie: within 5 %
+        case("gather", "flat_tree", 20, 1.0, p=1.0, q=1.0),
+        case("gather", "coordinated", 30, 1.0),  # flat_tree not measured at 30: no outcome
+    ]
+    small, large = claim_outcomes(cases, [claim])
+    assert (small.size, large.size) == (10, 20)
+    assert small.measured == pytest.approx(0.8) and small.winner == "coordinated"
+    assert small.predicted == pytest.approx({"p": 1.0, "q": 0.5})  # r prices one side only
+    assert small.agrees("q") is True and small.agrees("p") is False and small.agrees("r") is None
+    assert large.winner == "tie" and large.agrees("q") is True and large.agrees("p") is False
+
+
+def test_the_papers_claims_name_registered_algorithms():
+    for claim in CLAIMS:
+        for name in (claim.first, claim.second):
+            assert REGISTRY.get(claim.collective, name).name == name

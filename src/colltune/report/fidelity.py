@@ -246,3 +246,78 @@ def fidelity_figure(results: FidelityResults, names: Sequence[str]) -> Any:
     fig.suptitle(f"{results.network}, P = {results.procs}", fontsize=10)
     fig.tight_layout()
     return fig
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A paper's claim that algorithm ``first`` of ``collective`` is faster than ``second`` (or
+    slower, as ``statement`` says) on a network; :func:`claim_outcomes` checks it on a run."""
+
+    paper: str
+    collective: str
+    first: str
+    second: str
+    statement: str
+
+
+#: The seed papers' comparisons that issue #18 asks to reproduce or refute.
+CLAIMS = (
+    Claim("002", "bcast", "symmetric_async", "binomial_tree",
+          "the symmetric broadcast beats the binomial tree above 2 kB, by 2x for large messages "
+          "and more than 9 destinations (section 5)"),
+    Claim("000", "gather", "coordinated", "flat_tree",
+          "the coordinated gather beats the uncoordinated one under incast, more so for more "
+          "nodes and longer messages (section 5.5, Fig. 5)"),
+    Claim("001", "alltoall", "pairwise_exchange", "recv_all_xor_sends",
+          "PlogP ranks Alltoall_B (receives first) always faster than Alltoall_A (pairwise, "
+          "eq. 18-19); behind a bottleneck link PlogPT lets Alltoall_A win when B's last packet "
+          "is lost and waits for a retransmission timeout (eq. 26-27)"),
+)
+
+#: Two times within this fraction of each other are a tie when a claim is checked.
+TIE = 0.05
+
+
+def _verdict(ratio: float) -> str:
+    """``first``, ``second`` or ``tie`` for a time ratio first / second."""
+    if ratio < 1 / (1 + TIE):
+        return "first"
+    if ratio > 1 + TIE:
+        return "second"
+    return "tie"
+
+
+@dataclass(frozen=True)
+class ClaimOutcome:
+    """A claim at one size: the measured time ratio first / second, each predictor's, and whether
+    the predictor names the same winner (or a tie, within :data:`TIE`)."""
+
+    claim: Claim
+    size: int
+    measured: float
+    predicted: dict[str, float]
+
+    @property
+    def winner(self) -> str:
+        """The measured faster algorithm, or ``tie``."""
+        return {"first": self.claim.first, "second": self.claim.second, "tie": "tie"}[_verdict(self.measured)]
+
+    def agrees(self, predictor: str) -> bool | None:
+        """Whether ``predictor`` names the measured winner (None where it prices neither case)."""
+        r = self.predicted.get(predictor)
+        return None if r is None else _verdict(r) == _verdict(self.measured)
+
+
+def claim_outcomes(cases: Sequence[FidelityCase], claims: Sequence[Claim] = CLAIMS) -> list[ClaimOutcome]:
+    """Every claim of ``claims`` at every size where both its algorithms were measured."""
+    found = {(c.collective, c.algorithm, c.size): c for c in cases}
+    out = []
+    for claim in claims:
+        for size in sorted({c.size for c in cases if c.collective == claim.collective}):
+            a, b = found.get((claim.collective, claim.first, size)), found.get((claim.collective, claim.second, size))
+            if a is None or b is None:
+                continue
+            predicted = {name: a.predicted[name] / b.predicted[name] for name in a.predicted
+                         if b.predicted.get(name, 0) > 0}
+            out.append(ClaimOutcome(claim, size, a.median / b.median, predicted))
+    return out
