@@ -7,7 +7,8 @@ Run: ``python benchmarks/fidelity_testbed.py [--shapes star,tree:2] [--hosts 8] 
 For each shape it brings up a testbed (``colltune testbed up``; ``tree:2`` gets 2:1 oversubscribed
 uplinks: two hosts of ``--link`` share one uplink of ``--link``), then:
 
-1. probes it as a user would (``colltune testbed run -- python -m colltune probe``, timed);
+1. probes it as a user would who knows the network's shape (``colltune testbed run -- python -m
+   colltune probe --topology FILE`` with the testbed's topology file, timed);
 2. times every registered algorithm of every collective (with its default parameters) and
    ``native`` at each size, root 0, in one MPI job: a plan built once, ``--warmup`` runs, then
    ``--reps`` runs each started after a barrier, the slowest rank's time per run, the median;
@@ -103,8 +104,8 @@ def run_shape(shape: str, args: argparse.Namespace, d: Path) -> Path:
         print(f"[{shape}] probe ({args.probe}) ...", flush=True)
         start = time.perf_counter()
         mode = [] if args.probe == "default" else [f"--{args.probe}"]
-        colltune("testbed", "run", "--", sys.executable, "-m", "colltune", "probe", *mode, "-o",
-                 str(d / f"profile-{tag}.json"))
+        colltune("testbed", "run", "--", sys.executable, "-m", "colltune", "probe", *mode, "--topology",
+                 str(topo_file), "-o", str(d / f"profile-{tag}.json"))
         probe_s = time.perf_counter() - start
         print(f"[{shape}] probe took {probe_s:.0f} s; timing every algorithm ...", flush=True)
         colltune("testbed", "run", "--", sys.executable, __file__, "--time-job", str(d / f"times-{tag}.json"),
@@ -120,8 +121,8 @@ def predict_shape(shape: str, args: argparse.Namespace, d: Path, probe_s: float 
     from colltune.files import write_atomic
     from colltune.profiles import read_profile
     from colltune.profiles.format import Provenance
-    from colltune.report.fidelity import FidelityCase, FidelityResults, predict_cases, predictors, simulated_name
-    from colltune.sim import profile_network, read_topology
+    from colltune.report.fidelity import FidelityCase, FidelityResults, default_predictor, predict_cases, predictors
+    from colltune.sim import read_topology
 
     tag = shape.replace(":", "")
     profile = read_profile(d / f"profile-{tag}.json")
@@ -134,7 +135,7 @@ def predict_shape(shape: str, args: argparse.Namespace, d: Path, probe_s: float 
     prov = profile.provenance.model_copy(update={"source": "benchmarks/fidelity_testbed.py", "notes": (how,)})
     results = FidelityResults(network=f"{shape} {args.hosts} hosts {args.link}", procs=timed["procs"],
                               profile=str(d / f"profile-{tag}.json"),
-                              default_predictor=simulated_name(profile_network(profile), False),
+                              default_predictor=default_predictor(profile, timed["procs"]),
                               probe_seconds=probe_s, provenance=Provenance(**prov.model_dump()), cases=tuple(cases))
     path = d / f"fidelity-{tag}.json"
     write_atomic(path, results.to_json())

@@ -19,6 +19,7 @@ from colltune.report.fidelity import (
     FidelityError,
     FidelityResults,
     claim_outcomes,
+    default_predictor,
     fidelities,
     fidelity,
     fidelity_figure,
@@ -141,3 +142,11 @@ def test_the_papers_claims_name_registered_algorithms():
     for claim in CLAIMS:
         for name in (claim.first, claim.second):
             assert REGISTRY.get(claim.collective, name).name == name
+
+
+def test_the_default_predictor_is_over_the_profiles_topology_where_it_applies():
+    profile = load_profile("builtin:ethernet-10g-tcp").model_copy(update={"default_network": "plogp"})
+    assert default_predictor(profile, 4) == "simulate:plogp"
+    over = profile.model_copy(update={"topology": star(4, 1e9)})
+    assert default_predictor(over, 4) == "simulate:plogp@topology"
+    assert default_predictor(over, 5) == "simulate:plogp"  # the topology has no fifth host

@@ -19,7 +19,7 @@ import pytest
 from helpers import run_bounded
 
 from colltune.profiles import read_profile
-from colltune.sim import NETWORKS
+from colltune.sim import NETWORKS, star
 
 HERE = Path(__file__).parent / "mpi"
 MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
@@ -140,11 +140,12 @@ def test_grid_trees_match_native(procs: int) -> None:
 
 # -- colltune probe ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("procs", (2, 4))
-def test_quick_probe_writes_a_consistent_profile(procs: int, tmp_path: Path) -> None:
-    """The quick probe writes every model with its spreads and fits."""
+@pytest.mark.parametrize(("procs", "topology"), [(2, None), (4, "star:12500000")])
+def test_quick_probe_writes_a_consistent_profile(procs: int, topology: str | None, tmp_path: Path) -> None:
+    """The quick probe writes every model with its spreads and fits (and the topology it is given)."""
     out = tmp_path / "profile.json"
-    res = run_colltune(procs, "probe", "--quick", "-o", str(out), "--name", "localhost", timeout=180)
+    given = [] if topology is None else ["--topology", topology]
+    res = run_colltune(procs, "probe", "--quick", *given, "-o", str(out), "--name", "localhost", timeout=180)
     assert res.returncode == 0, f"stdout:\n{res.stdout}\nstderr:\n{res.stderr[-4000:]}"
     # not on a terminal: one plain progress line per step, from rank 0 only
     steps = [line for line in res.stderr.splitlines() if line.startswith("probe ")]
@@ -162,6 +163,11 @@ def test_quick_probe_writes_a_consistent_profile(procs: int, tmp_path: Path) -> 
     checks = len(CHECKS) * len(PLANS["quick"].check_sizes)
     assert profile.default_network in NETWORKS and len(profile.measurements["check"].points) == checks
     assert any(note.startswith(f"default_network {profile.default_network}:") for note in prov.notes)
+    if topology is None:
+        assert profile.topology is None
+    else:  # kept, and the check carried the endpoint models over it
+        assert profile.topology == star(procs, 12.5e6)
+        assert any("carried over topology" in note for note in prov.notes)
     # L = RTT(0)/2 - g(0) (paper 001 eq. 1) is clipped at 0: on shared memory under load g(0) can
     # reach RTT(0)/2 (seen in CI at P = 2)
     assert models.plogp.L >= 0 and models.hockney.alpha > 0
@@ -184,6 +190,14 @@ def test_probe_on_one_rank_is_one_clear_error(tmp_path: Path) -> None:
     out = tmp_path / "profile.json"
     res = run_colltune(1, "probe", "--quick", "-o", str(out), timeout=60)
     assert res.returncode != 0 and "at least 2" in res.stderr
+    assert not out.exists()
+
+
+def test_probe_on_a_topology_of_fewer_hosts_is_one_clear_error(tmp_path: Path) -> None:
+    out, topo = tmp_path / "profile.json", tmp_path / "topo.json"
+    topo.write_text(star(2, 1e6).to_json())
+    res = run_colltune(3, "probe", "--quick", "--topology", str(topo), "-o", str(out), timeout=60)
+    assert res.returncode != 0 and res.stderr.count("places 2 ranks; the probe runs 3") == 1
     assert not out.exists()
 
 

@@ -256,3 +256,21 @@ def test_the_network_model_that_predicts_the_check_is_chosen(network):
     assert len(errors) >= 4  # every one the profile has parameters for, but plogp-bi: no bidirectional table
     assert max(errors.values()) > 0.1  # the others are told apart
 
+
+
+def test_the_check_is_priced_over_the_topology_it_is_given():
+    """Times of the check as plogp predicts them over a 2:1 oversubscribed tree choose plogp only
+    when the check is priced over that tree; without it, the uplinks' queueing is not seen."""
+    from colltune.algorithms import REGISTRY
+    from colltune.probe.run import CHECKS, choose_network
+    from colltune.sim import simulate, two_level
+
+    models = builtin("ethernet-10g-tcp").models
+    tree = two_level(8, 2, 2e7, 2e7)
+    cases = [(c, a, size) for size in (4096, 65536) for c, a in CHECKS]
+    measured = [simulate(REGISTRY.get(c, a).schedule(8, 0, size), "plogp", models.plogp, topology=tree).total
+                for c, a, size in cases]
+    chosen, errors = choose_network(models, 8, cases, measured, tree)
+    assert errors["plogp"] < 1e-9 and errors[chosen] <= errors["plogp"]
+    _, without = choose_network(models, 8, cases, measured)
+    assert without["plogp"] > 0.1

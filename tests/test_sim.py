@@ -582,3 +582,48 @@ def test_cli_simulate_errors(args, message):
 def test_simulator_doc_is_current():
     doc = Path(__file__).parent.parent / "docs" / "simulator.md"
     assert doc.read_text() == networks_markdown(), "regenerate with: colltune sim-doc > docs/simulator.md"
+
+
+# -- a profile that knows its topology ------------------------------------------------------------
+
+def test_a_topology_restricted_to_its_first_ranks():
+    from colltune.sim import TopologyError, two_level
+
+    tree = two_level(8, 2, 1e7, 1e7)
+    four = tree.first(4)
+    assert four.hosts == tree.hosts[:4] and four.nodes == tree.nodes and tree.first(8) is tree
+    with pytest.raises(TopologyError, match="places 8 ranks, not 9"):
+        tree.first(9)
+
+
+def test_simulate_and_tune_carry_the_profiles_topology(tmp_path):
+    """A profile with a topology is simulated over it (its first P ranks) unless --topology none,
+    by `colltune simulate` and by tune's pricer; PlogPT and larger jobs go without it."""
+    from colltune.sim import topology_for, two_level
+    from colltune.tune import SimPricer
+
+    base = load_profile("builtin:ethernet-10g-tcp")
+    tree = two_level(8, 2, 2e6, 2e6)  # slow uplinks: the topology matters
+    profile = base.model_copy(update={"topology": tree})
+    path = tmp_path / "p.json"
+    path.write_text(profile.to_json())
+    runner = CliRunner()
+
+    def total(*extra: str) -> float:
+        res = runner.invoke(main, ["simulate", "--profile", str(path), "-m", "plogp", "-c", "alltoall", "-a",
+                                   "pairwise", "-p", "4", "-s", "64KiB", "--json", *extra])
+        assert res.exit_code == 0, res.output
+        return json.loads(res.output)["total"]
+
+    schedule = REGISTRY.get("alltoall", "pairwise").schedule(4, 0, 65536)
+    over = simulate(schedule, "plogp", base.models.plogp, topology=tree.first(4)).total
+    alone = simulate(schedule, "plogp", base.models.plogp).total
+    assert over > 2 * alone
+    assert total() == pytest.approx(over) and total("--topology", "none") == pytest.approx(alone)
+    pricer = SimPricer(base.models.plogp, "plogp", tree)
+    assert pricer.price("alltoall", "pairwise", 4, 65536, {})[0] == pytest.approx(over)
+    nine = simulate(REGISTRY.get("alltoall", "pairwise").schedule(9, 0, 65536), "plogp", base.models.plogp).total
+    assert pricer.price("alltoall", "pairwise", 9, 65536, {})[0] == pytest.approx(nine)  # no hosts for 9
+    assert topology_for(tree, "plogpt", 4) is None and topology_for(None, "plogp", 4) is None
+    # the profile file keeps it
+    assert load_profile(str(path)).topology == tree

@@ -53,7 +53,7 @@ from colltune.sim import (
     two_level,
 )
 from colltune.sim.goal import goal_lines, read_goal, write_goal
-from colltune.sim.network import on_topology
+from colltune.sim.network import on_topology, topology_for
 from colltune.sim.trace import write_trace
 from colltune.tune import (
     NATIVE_SOURCE,
@@ -358,8 +358,9 @@ def _registry_schedule(collective: str | None, algorithm: str | None, procs: int
 
 
 def _topology(spec: str | None, procs: int) -> Topology | None:
-    """``--topology``: a topology file, or ``star:RATE`` (one switch, RATE bytes per second per link)."""
-    if spec is None:
+    """``--topology``: a topology file, or ``star:RATE`` (one switch, RATE bytes per second per link),
+    or ``none``."""
+    if spec is None or spec == "none":
         return None
     if spec.startswith("star:"):
         try:
@@ -391,8 +392,9 @@ def _topology(spec: str | None, procs: int) -> Topology | None:
 @click.option("--goal", "goal_file", type=click.Path(dir_okay=False), help="Simulate this GOAL file instead.")
 @click.option("--goal-unit", default=1e-9, show_default=True, type=click.FloatRange(min=0, min_open=True),
               help="Seconds per GOAL time unit (calc N lasts N of them).")
-@click.option("--topology", "topology_spec", metavar="FILE|star:RATE",
-              help="Carry the messages as flows over this switched network (endpoint models only).")
+@click.option("--topology", "topology_spec", metavar="FILE|star:RATE|none",
+              help="Carry the messages as flows over this switched network (endpoint models only); default: "
+                   "the profile's topology, if it has one; none: no topology.")
 @click.option("--sharing", type=click.Choice(["equal", "maxmin"]), default="equal", show_default=True,
               help="How a link's bandwidth is split among its flows (paper 001 eq. 7, or max-min fairness).")
 @click.option("--buffer", "buffer", metavar="BYTES",
@@ -417,6 +419,8 @@ def simulate_cmd(profile_spec: str | None, model: str | None, sets: tuple[str, .
         else:
             schedule = _registry_schedule(collective, algorithm, procs, size, root, params)
         topology = _topology(topology_spec, schedule.procs)
+        if topology_spec is None and profile is not None:
+            topology = topology_for(profile.topology, network, schedule.procs)
         if buffer is not None:
             if topology is None:
                 raise click.UsageError("--buffer sets the switch ports' queues of --topology; give --topology too")
@@ -436,13 +440,15 @@ def simulate_cmd(profile_spec: str | None, model: str | None, sets: tuple[str, .
                                                   ("collective", "algorithm", "procs", "root", "size", "params")}
     if as_json:
         click.echo(json.dumps({"profile": profile.name if profile else None, "time_unit": unit, **what,
+                               "topology": topology.name if topology is not None else None,
                                **result.as_dict()}, indent=2))
         return
     shown = format_seconds(result.total) if unit == "s" else f"{result.total:.6g} units"
     origin = profile.name if profile else "--set"
     title = goal_file if goal_file else f"{what['collective']}/{what['algorithm']}, P = {schedule.procs}, {what['size']} B"
+    over = "" if topology is None else f" over topology {topology.name}"
     con = _console()
-    con.print(f"{title} on {network} ({origin}): [bold]{shown}[/bold]")
+    con.print(f"{title} on {network}{over} ({origin}): [bold]{shown}[/bold]")
     con.print(f"{result.messages} messages, {result.events} events"
               + (f", {int(result.rto.sum())} retransmission timeouts" if result.rto.any() else ""))
     if trace_file:
@@ -536,7 +542,9 @@ def show_cmd(profile_spec: str, plot_file: str | None) -> None:
     prov = profile.provenance
     con.print(f"[bold]{profile.name}[/bold]: {profile.description}")
     con.print(f"times in {'seconds' if profile.time_unit == 's' else 'abstract units'}, sizes in bytes, "
-              f"bandwidths in B/s; default model {profile.default_model}, network model {profile_network(profile)}")
+              f"bandwidths in B/s; default model {profile.default_model}, network model {profile_network(profile)}"
+              + ("" if profile.topology is None else
+                 f" over its topology ({profile.topology.name}: {profile.topology.description or 'no description'})"))
     con.print(f"source: {prov.source}" + "".join(f"; {k}: {v}" for k, v in (
         ("date", prov.date), ("MPI", prov.mpi_library), ("P", prov.procs), ("colltune", prov.colltune_version))
         if v is not None))
@@ -586,7 +594,10 @@ def show_cmd(profile_spec: str, plot_file: str | None) -> None:
 @click.option("--thorough", "mode", flag_value="thorough", help="More sizes and repetitions.")
 @click.option("--sizes", metavar="LIST", help="Message sizes for the point-to-point sweep, e.g. 0,1,1KiB,64KiB.")
 @click.option("--name", default="probe", show_default=True, help="The profile's name.")
-def probe_cmd(output: str, mode: str | None, sizes: str | None, name: str) -> None:
+@click.option("--topology", "topology_spec", metavar="FILE|star:RATE",
+              help="The network's topology (rank r on its host r): the check then chooses the network model "
+                   "carried over it, and the profile keeps it for simulate and tune.")
+def probe_cmd(output: str, mode: str | None, sizes: str | None, name: str, topology_spec: str | None) -> None:
     """Measure the network inside this MPI job and write a profile (run under mpiexec -n P, P >= 2)."""
     from mpi4py import MPI
 
@@ -596,21 +607,22 @@ def probe_cmd(output: str, mode: str | None, sizes: str | None, name: str) -> No
     me = comm.Get_rank()
     with _mpi_job(comm, [output]):
         size_list = parse_size_list(sizes) if sizes else None
+        topology = _topology(topology_spec, comm.Get_size())
         if me == 0 and not sys.stderr.isatty():
             say = _lines(me)
             start = time.perf_counter()
-            profile = probe(comm, mode or "default", size_list, name,
+            profile = probe(comm, mode or "default", size_list, name, topology,
                             progress=lambda what, done, total: say(f"probe {done + 1}/{total} "
                                                                    f"({time.perf_counter() - start:.0f} s): {what}"))
         elif me == 0:
             with Progress(TextColumn("{task.description:<52}"), BarColumn(), MofNCompleteColumn(),
                           TimeElapsedColumn(), console=Console(stderr=True), transient=True) as bar:
                 task = bar.add_task("starting", total=None)
-                profile = probe(comm, mode or "default", size_list, name,
+                profile = probe(comm, mode or "default", size_list, name, topology,
                                 progress=lambda what, done, total: bar.update(task, description=what,
                                                                               completed=done, total=total))
         else:
-            probe(comm, mode or "default", size_list, name)
+            probe(comm, mode or "default", size_list, name, topology)
     if me == 0:
         try:
             write_profile(profile, output)
@@ -794,7 +806,7 @@ def _pricer(profile: Profile, method: str, model: str | None) -> tuple[ModelPric
     name = model or profile_network(profile)
     if name not in NETWORKS:
         raise click.UsageError(f"--model {name!r}: not a network model; valid: {', '.join(NETWORKS)}")
-    return SimPricer(profile.params(NETWORKS[name].params), name), name
+    return SimPricer(profile.params(NETWORKS[name].params), name, profile.topology), name
 
 
 def _tune_offline(profile_spec: str | None, method: str, model: str | None, colls: list[str], procs: str | None,

@@ -56,7 +56,7 @@ from colltune.probe import fit
 from colltune.probe.measure import Meter
 from colltune.probe.stats import derived, series
 from colltune.profiles.format import Fit, Models, Profile, Provenance, Series
-from colltune.sim import NETWORKS, simulate
+from colltune.sim import NETWORKS, Topology, simulate, topology_for
 from colltune.tune.measure import time_collective
 
 KiB = 1024
@@ -151,13 +151,17 @@ def _stderr(ser: Series) -> list[float]:
 
 
 def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = None, name: str = "probe",
-          progress: Progress | None = None) -> Profile | None:
+          topology: Topology | None = None, progress: Progress | None = None) -> Profile | None:
     """Measure the network of ``comm`` (collective: call on every rank) and return the profile on
-    rank 0 (None elsewhere).  ``progress`` (rank 0 only) hears what is measured as it starts."""
+    rank 0 (None elsewhere).  ``topology`` (the network's, rank r on its host r, if the user knows
+    it) is kept in the profile, and the check chooses the network model carried over it.
+    ``progress`` (rank 0 only) hears what is measured as it starts."""
     P = comm.Get_size()
     if P < 2:
         raise ProbeError(f"colltune probe measures between ranks: run it on at least 2 (mpiexec -n 2 or more), "
                          f"not {P}")
+    if topology is not None and topology.procs < P:
+        raise ProbeError(f"topology {topology.name!r} places {topology.procs} ranks; the probe runs {P}")
     plan = plan_for(mode, sizes)
     meter = Meter(comm, plan.reps, plan.warmup, plan.budget)
     me = comm.Get_rank()
@@ -338,9 +342,10 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
                          f", each with blocks of {', '.join(str(s) for s in plan.check_sizes)} B in turn")
     models = Models(hockney=hockney, logp=LogP(L=loggp.L, o=loggp.o, g=loggp.g), loggp=loggp, plogp=plogp,
                     cluster=cluster, plogpt=plogpt, latency=latency)
-    network, errors = choose_network(models, P, cases, [t.median for t in checks])
+    network, errors = choose_network(models, P, cases, [t.median for t in checks], topology)
+    over = "" if topology is None else f" (endpoint models carried over topology {topology.name!r})"
     notes.append(f"default_network {network}: the network model with the smallest median relative error on the "
-                 "check (" + ", ".join(f"{n} {e:.0%}" for n, e in sorted(errors.items(), key=lambda ne: ne[1])) +
+                 f"check{over} (" + ", ".join(f"{n} {e:.0%}" for n, e in sorted(errors.items(), key=lambda ne: ne[1])) +
                  ")")
 
     when = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
@@ -349,23 +354,25 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
                             mpi_library=MPI.Get_library_version().strip().splitlines()[0].strip(),
                             hosts=tuple(hosts), procs=P, notes=tuple(notes))
     return Profile(name=name, description=f"measured by colltune probe ({mode}) on {P} ranks",
-                   default_model="plogp", default_network=network, provenance=provenance,
+                   default_model="plogp", default_network=network, topology=topology, provenance=provenance,
                    models=models, measurements=m, fits=fits)
 
 
 def choose_network(models: Models, procs: int, cases: Sequence[tuple[str, str, int]],
-                   measured: Sequence[float]) -> tuple[str, dict[str, float]]:
+                   measured: Sequence[float], topology: Topology | None = None) -> tuple[str, dict[str, float]]:
     """The simulator's network model whose predictions of ``cases`` (collective, algorithm, block
     size in bytes) at ``procs`` ranks come closest to ``measured`` (seconds, in the same order), by
-    the median relative error, and that error for every network model ``models`` can price."""
+    the median relative error, and that error for every network model ``models`` can price; each
+    endpoint model is carried over ``topology`` if given (:func:`colltune.sim.topology_for`)."""
     errors = {}
     for net in NETWORKS.values():
         params = getattr(models, net.params, None)
         if params is None:
             continue
         try:
-            predicted = [simulate(REGISTRY.get(coll, alg).schedule(procs, 0, size), net.name, params).total
-                         for coll, alg, size in cases]
+            topo = topology_for(topology, net.name, procs)
+            predicted = [simulate(REGISTRY.get(coll, alg).schedule(procs, 0, size), net.name, params,
+                                  topology=topo).total for coll, alg, size in cases]
         except ColltuneError:
             continue
         errors[net.name] = float(np.median([abs(p - t) / t for p, t in zip(predicted, measured, strict=True)]))

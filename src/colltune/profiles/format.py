@@ -34,6 +34,7 @@ from colltune.models.params import (
     Postal,
     Tabulated,
 )
+from colltune.sim.topology import Topology
 
 FORMAT = "colltune-profile"
 VERSION = 1
@@ -133,6 +134,10 @@ class Profile(ParamSet):
                                                          "this profile; `colltune probe` chooses the one that "
                                                          "predicts its own check of collectives best. Without "
                                                          "it: the first one priced from default_model")
+    topology: Topology | None = Field(None, description="the network the profile was measured on, if its user "
+                                                          "gave it (`colltune probe --topology`): `simulate` and "
+                                                          "`tune` carry the endpoint models over it unless told "
+                                                          "otherwise, rank r on its host r")
     provenance: Provenance
     models: Models
     measurements: dict[str, Series] = Field(default_factory=dict,

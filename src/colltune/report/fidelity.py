@@ -38,7 +38,7 @@ from colltune.models import Unavailable, predict
 from colltune.models.params import MODELS, ParamSet
 from colltune.profiles.format import Profile, Provenance
 from colltune.report.figure import pyplot
-from colltune.sim import NETWORKS, Topology, simulate
+from colltune.sim import NETWORKS, Topology, profile_network, simulate, topology_for
 from colltune.tune.native import native_equivalent
 from colltune.tune.table import NATIVE
 
@@ -103,6 +103,13 @@ def simulated_name(network: str, on_topology: bool, drops: bool = True) -> str:
     return f"simulate:{network}" + ("" if not on_topology else "@topology" if drops else "@topology-nodrop")
 
 
+def default_predictor(profile: Profile, procs: int) -> str:
+    """The predictor of ``profile``'s default network model at ``procs`` ranks: over the profile's
+    topology where it carries that model (:func:`colltune.sim.topology_for`)."""
+    network = profile_network(profile)
+    return simulated_name(network, topology_for(profile.topology, network, procs) is not None)
+
+
 def predictors(profile: Profile, topology: Topology | None = None) -> dict[str, PredictFn]:
     """Every predictor ``profile`` supports: each network model of the simulator whose parameters
     it has (``simulate:NAME``), each endpoint model again carried over ``topology``
@@ -132,7 +139,7 @@ def predictors(profile: Profile, topology: Topology | None = None) -> dict[str, 
         if params is None:
             continue
         out[simulated_name(net.name, False)] = simulated(net.name, params, None)
-        if topology is not None and net.name != "plogpt":  # plogpt brings its own tree
+        if topology is not None and not net.own_topology:
             out[simulated_name(net.name, True)] = simulated(net.name, params, topology)
             if unlimited != topology:
                 out[simulated_name(net.name, True, drops=False)] = simulated(net.name, params, unlimited)

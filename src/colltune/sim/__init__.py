@@ -7,11 +7,12 @@
 """
 
 from colltune.sim.engine import MAX_PROCS, SimResult, SimulationError, simulate
-from colltune.sim.network import NETWORKS, Network, NetworkError, default_network, profile_network
+from colltune.sim.network import NETWORKS, Network, NetworkError, default_network, profile_network, topology_for
 from colltune.sim.topology import Node, Topology, TopologyError, binary_tree, read_topology, star, two_level
 
 __all__ = [
     "MAX_PROCS", "NETWORKS", "Network", "NetworkError", "Node", "SimResult", "SimulationError", "Topology",
-    "TopologyError", "binary_tree", "default_network", "profile_network", "read_topology", "simulate", "star",
+    "TopologyError", "binary_tree", "default_network", "profile_network", "topology_for",
+    "read_topology", "simulate", "star",
     "two_level",
 ]

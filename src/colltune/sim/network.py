@@ -105,6 +105,7 @@ class Network:
     source: str
     doc: str
     price: Callable[[ParamSet, Messages], Costs]
+    own_topology: bool = False  # it builds its network from its parameters; --topology does not apply
 
     @property
     def summary(self) -> str:
@@ -114,14 +115,15 @@ class Network:
 NETWORKS: dict[str, Network] = {}
 
 
-def network(name: str, params: str, source: str, doc: str | None = None) -> Callable[
+def network(name: str, params: str, source: str, doc: str | None = None, own_topology: bool = False) -> Callable[
         [Callable[[ParamSet, Messages], Costs]], Callable[[ParamSet, Messages], Costs]]:
     """Register a network model ``name`` priced from the profile model ``params``; its
-    documentation is ``doc`` or the function's docstring."""
+    documentation is ``doc`` or the function's docstring; ``own_topology``: it builds its switched
+    network from its parameters (a topology cannot carry it)."""
     def deco(fn: Callable[[ParamSet, Messages], Costs]) -> Callable[[ParamSet, Messages], Costs]:
         if name in NETWORKS:
             raise ValueError(f"network model {name!r} registered twice")
-        NETWORKS[name] = Network(name, params, source, doc or fn.__doc__ or "", fn)
+        NETWORKS[name] = Network(name, params, source, doc or fn.__doc__ or "", fn, own_topology)
         return fn
     return deco
 
@@ -139,6 +141,15 @@ def profile_network(profile: Profile) -> str:
     (which ``colltune probe`` chooses from its measurements), else the first one priced from its
     ``default_model``."""
     return profile.default_network or default_network(profile.default_model)
+
+
+def topology_for(topology: Topology | None, network: str, procs: int) -> Topology | None:
+    """What carries ``network`` for ``procs`` ranks over ``topology`` (a profile's, say): its
+    first ``procs`` ranks, for an endpoint model and a job no larger than it; else None (PlogPT
+    brings its own tree; a larger job has no hosts to run on)."""
+    if topology is None or NETWORKS[network].own_topology or procs > topology.procs:
+        return None
+    return topology.first(procs)
 
 
 def _columns(msgs: Messages, cs, gs, lat, cr, gr, rdv=None) -> Costs:  # type: ignore[no-untyped-def]
@@ -265,7 +276,7 @@ def _latency(p: LatencyMatrix, msgs: Messages) -> Costs:
     return _columns(msgs, p.o_s, p.o_s + p.gap, lat, p.o_r, 0.0)
 
 
-@network("plogpt", "plogpt", "paper 001 section III-B and III-D, eq. 6-7, 12-15")
+@network("plogpt", "plogpt", "paper 001 section III-B and III-D, eq. 6-7, 12-15", own_topology=True)
 def _plogpt(p: PlogPT, msgs: Messages) -> Costs:
     """PlogPT: flows on the perfect binary tree of switches with b(h) per edge of height h.
 

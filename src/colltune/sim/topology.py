@@ -161,6 +161,13 @@ class Topology(BaseModel):
         top = np.array([height[t] if climb or descend else 0 for climb, descend, t in paths], dtype=np.int64)
         return lat[pair], top[pair]
 
+    def first(self, procs: int) -> Topology:
+        """This topology with ranks ``0 .. procs-1`` only (on the same hosts), for a job smaller
+        than the network; :class:`TopologyError` if it places fewer than ``procs`` ranks."""
+        if procs > self.procs:
+            raise TopologyError(f"topology {self.name!r} places {self.procs} ranks, not {procs}")
+        return self if procs == self.procs else self.model_copy(update={"hosts": self.hosts[:procs]})
+
     def with_buffer(self, buffer: float) -> Topology:
         """This topology with ``buffer`` bytes of queue at every switch port."""
         nodes = [{**n.model_dump(), "buffer": buffer} for n in self.nodes]

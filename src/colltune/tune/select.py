@@ -33,7 +33,7 @@ from colltune.errors import ColltuneError, ParameterError
 from colltune.models import Unavailable, predict
 from colltune.models.params import ParamSet
 from colltune.profiles.format import Provenance
-from colltune.sim import simulate
+from colltune.sim import Topology, simulate, topology_for
 from colltune.tune.native import native_equivalent
 from colltune.tune.table import NATIVE, Block, Candidate, DecisionTable, Method, Rule, Sample
 
@@ -87,10 +87,12 @@ class ModelPricer:
 
 @dataclass
 class SimPricer:
-    """Prices by simulating the schedule on the network model ``network`` (:mod:`colltune.sim`)."""
+    """Prices by simulating the schedule on the network model ``network`` (:mod:`colltune.sim`),
+    carried over ``topology`` (its first P ranks) where it places at least P ranks."""
 
     params: ParamSet
     network: str
+    topology: Topology | None = None
 
     def price(self, collective: str, algorithm: str, procs: int, size: int,
               params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
@@ -102,7 +104,8 @@ class SimPricer:
         except ParameterError as exc:
             raise Unavailable(str(exc)) from None
         try:
-            total = simulate(schedule, self.network, self.params).total
+            topo = topology_for(self.topology, self.network, procs)
+            total = simulate(schedule, self.network, self.params, topology=topo).total
         except ColltuneError as exc:
             raise Unavailable(f"{collective}/{algorithm}: {exc}") from None
         return total, dict(schedule.meta["params"])
