@@ -27,7 +27,7 @@ from colltune.models.params import (
     TreeLevels,
 )
 from colltune.profiles import load_profile
-from colltune.schedule import Buf, Kind, Region, ScheduleBuilder
+from colltune.schedule import Buf, Kind, Region, Schedule, ScheduleBuilder
 from colltune.sim import NETWORKS, SimulationError, Topology, binary_tree, simulate, star
 from colltune.sim.goal import GoalError, from_goal, read_goal, to_goal
 
@@ -197,6 +197,61 @@ def test_messages_between_two_ranks_form_one_stream_carried_in_order():
     assert result.flow_end[second] == pytest.approx(3.0)
 
 
+def _fan_out(sizes: list[int]) -> tuple[Schedule, list[int]]:
+    """Rank 0 posts one message of each of ``sizes`` bytes at once, to ranks 1, 2, ...; the send ops."""
+    b = ScheduleBuilder(len(sizes) + 1, send_bytes=sum(sizes), recv_bytes=max(sizes))
+    at = 0
+    for dst, m in enumerate(sizes, start=1):
+        b.send(0, dst, Region(Buf.SEND, at, m), tag=dst)
+        b.recv(dst, 0, Region(Buf.RECV, 0, m), tag=dst)
+        at += m
+    schedule = b.build()
+    return schedule, [op_index(schedule, 0, Kind.SEND, dst) for dst in range(1, len(sizes) + 1)]
+
+
+@pytest.mark.parametrize("window, ends", [(None, [3.0, 3.0, 3.0]), (1.0, [1.0, 2.0, 3.0]),
+                                          (0.5, [3.0, 3.0, 3.0])])
+def test_messages_within_the_window_leave_their_sender_in_posting_order(window, ends):
+    """Rank 0 posts three messages of 1 unit at once to ranks 1-3 over 1 unit/s links: TCP writes a
+    message within its window to the NIC's queue whole, so they leave one after the other and end
+    at 1, 2 and 3; without a window (or beyond it) they share rank 0's link and all end at 3."""
+    schedule, sends = _fan_out([1, 1, 1])
+    topo = star(4, 1.0).model_copy(update={"window": window})
+    result = simulate(schedule, "postal", Postal(lam=0.0, step=0.0), topology=topo)
+    assert [result.flow_end[i] for i in sends] == pytest.approx(ends, rel=1e-12)
+
+
+def _bucketed(topology: Topology, burst: float) -> Topology:
+    return topology.model_copy(update={"nodes": tuple(n.model_copy(update={"burst": burst}) if n.parent else n
+                                                      for n in topology.nodes)})
+
+
+def test_a_links_bucket_passes_its_bytes_at_once_after_an_idle_spell():
+    """Links of 1 unit/s with buckets of 2 units: a lone message of 3 units crosses in 1 s (2 pass at
+    once); two of 3 posted at once in one stream end at 1 and 4 (the buckets are empty once the
+    first has crossed); one sent at 6, after 2 s of idle links, finds them full again and ends at 7;
+    one of 2 sent at 9 crosses at once."""
+    free = Postal(lam=0.0, step=0.0)
+    schedule, sends = _fan_out([3])
+    assert simulate(schedule, "postal", free, topology=_bucketed(star(2, 1.0), 2.0)).flow_end[sends[0]] == \
+        pytest.approx(1.0)
+    b = ScheduleBuilder(3, send_bytes=3, recv_bytes=3)
+    b.send(0, 1, Region(Buf.SEND, 0, 3), tag=1)
+    b.send(0, 1, Region(Buf.SEND, 0, 3), tag=2)
+    b.recv(1, 0, Region(Buf.RECV, 0, 3), tag=1)
+    b.recv(1, 0, Region(Buf.RECV, 0, 3), tag=2)
+    wait = b.delay(2, 6.0)
+    late = b.send(2, 1, Region(Buf.SEND, 0, 3), tag=3, requires=[wait])
+    b.recv(1, 2, Region(Buf.RECV, 0, 3), tag=3)
+    wait = b.delay(2, 2.0, requires=[late])
+    b.send(2, 1, Region(Buf.SEND, 0, 2), tag=4, requires=[wait])
+    b.recv(1, 2, Region(Buf.RECV, 0, 2), tag=4)
+    schedule = b.build()
+    result = simulate(schedule, "postal", free, topology=_bucketed(star(3, 1.0), 2.0))
+    ends = sorted(result.flow_end[i] for i in np.flatnonzero(schedule.columns["kind"] == Kind.SEND))
+    assert ends == pytest.approx([1.0, 4.0, 7.0, 9.0])
+
+
 def test_path_latency_and_topology_validation():
     topo = star(2, 1e9, latency=1e-6)
     schedule, _, recv = _two_ranks(0.0, 1000)
@@ -212,13 +267,15 @@ def test_path_latency_and_topology_validation():
     ("plogp", load_profile("builtin:ethernet-10g-tcp").models.plogp),
 ])
 @pytest.mark.parametrize("size", [0, 1000, 65536, 1 << 20])
-def test_a_message_alone_on_its_path_takes_the_endpoint_time(network, params, size):
+@pytest.mark.parametrize("burst", [0.0, 3100.0])
+def test_a_message_alone_on_its_path_takes_the_endpoint_time(network, params, size, burst):
     """Over a topology whose links are as fast as the endpoint model's wire, one message takes what
-    the endpoint model alone says: the wire time is counted once, by the flow."""
+    the endpoint model alone says: the wire time is counted once, by the flow (less what the
+    links' buckets pass at once)."""
     schedule, _, recv = _two_ranks(0.0, size)
     alone = simulate(schedule, network, params)
     rate = 12.5e6 if network == "hockney" else 1.25e9 if network == "plogp" else 1 / LOGGOPS.G
-    over = simulate(schedule, network, params, topology=star(2, rate))
+    over = simulate(schedule, network, params, topology=_bucketed(star(2, rate), burst))
     assert over.end[recv] == pytest.approx(alone.end[recv], rel=1e-9)
 
 

@@ -66,6 +66,7 @@ def test_star_links_carry_their_rate_and_the_topology_file_describes_them(bed):
     topology = read_topology(testbed.topology_file(NAME))
     assert topology.procs == 4 and all(n.up == 12.5e6 for n in topology.nodes if n.parent)
     assert all(n.buffer == 65536 for n in topology.nodes if n.parent)  # the switch ports' queues, as made
+    assert all(n.burst == testbed.net.BURST for n in topology.nodes if n.parent)  # and the links' buckets
     assert topology.window == testbed.net.TCP_WINDOW
     qdisc = subprocess.run(["ip", "netns", "exec", f"{NAME}-h0", "tc", "-j", "qdisc", "show", "dev", "eth0"],
                            capture_output=True, text=True, check=True).stdout

@@ -11,7 +11,14 @@
 //     sender to receiver (one per pair, carrying its flows in order), which shares each link's
 //     capacity with the other streams on it (an equal split taking the minimum over the path,
 //     paper 001 eq. 6-7, or max-min fairness), and the message arrives lat[i] after its flow ends
-//     (plus rto[i], a retransmission penalty);
+//     (plus rto[i], a retransmission penalty); a flow of at most fifo_bytes units (TCP's window:
+//     the whole message enters the sender's queue when it is written) joins only when the
+//     sender's previous such flows would have left its host at the host link's capacity, so that
+//     a sender's small messages leave in the order they were posted, as from a NIC's FIFO
+//     queue, instead of sharing its link from the start; a link with a bucket (a token bucket's
+//     depth, bytes, e.g. tc tbf's burst) refills it at its capacity while no flow crosses it, and
+//     a flow that starts moving when every link of its path holds tokens passes that many of its
+//     bytes at once (the least over the path), taking them from each;
 //   at arrival ta the message waits for the receiver's CPU and receive NIC; processed at t' it
 //     keeps the CPU busy until t' + cr[i] and the NIC until t' + gr[i];
 //   a receive is posted at no cost and completes when its message has been processed (MPI
@@ -38,7 +45,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <deque>
 #include <limits>
 #include <queue>
 #include <stdexcept>
@@ -116,7 +122,7 @@ struct Host {
   uint64_t version = 0;
 };
 
-enum EventType : uint8_t { EV_HOST, EV_RECV, EV_FLOW, EV_SEND_FLOW_DONE, EV_ARRIVE };
+enum EventType : uint8_t { EV_HOST, EV_RECV, EV_FLOW, EV_SEND_FLOW_DONE, EV_ARRIVE, EV_FIFO_FLOW };
 struct Event {
   double time;
   uint64_t ts;
@@ -292,6 +298,7 @@ class Engine {
   const double *cost, *cs, *gs, *lat, *cr, *gr, *vol, *rto;
   const uint8_t* rdv;
   bool flows_on = false, maxmin = false;
+  double fifo_bytes = 0;  // flows of at most this many units leave their sender one at a time
   // outputs
   double *start, *end, *flow_end, *flow_rate, *completion;
 
@@ -315,6 +322,7 @@ class Engine {
   // topology and flows
   std::vector<int32_t> parent, depth;
   std::vector<double> capacity;  // per directed link: 2 * node (up to the parent), 2 * node + 1 (down)
+  std::vector<double> bucket, tokens, idle_since;  // per directed link: depth, tokens at idle_since
   std::vector<int64_t> link_count;
   std::vector<uint64_t> link_stamp;
   std::vector<std::vector<int32_t>> link_groups;
@@ -326,6 +334,7 @@ class Engine {
   uint64_t stamp = 1;  // marks links and groups touched since the last rate update
   int32_t host_node0 = 0;
   const int32_t* host_node = nullptr;
+  std::vector<double> fifo_free;  // per rank: when its small flows posted so far have left its host
 
   // exact for P < 2^16 and 32-bit tags (the Python side checks P)
   uint64_t match_key(int64_t dst, int64_t src, int64_t t) const {
@@ -555,7 +564,7 @@ class Engine {
 
   // -- flows ---------------------------------------------------------------------------------------
   void set_topology(const int32_t* par, int64_t nodes, const double* up, const double* down,
-                    const int32_t* hnode) {
+                    const double* burst, const int32_t* hnode) {
     parent.assign(par, par + nodes);
     depth.assign(nodes, -1);
     for (int64_t v = 0; v < nodes; ++v) {
@@ -567,10 +576,14 @@ class Engine {
       depth[v] = int32_t(d);
     }
     capacity.assign(2 * nodes, INF);
+    bucket.assign(2 * nodes, 0.0);
     for (int64_t v = 0; v < nodes; ++v) {
       capacity[2 * v] = up[v];
       capacity[2 * v + 1] = down[v];
+      bucket[2 * v] = bucket[2 * v + 1] = burst[v];
     }
+    tokens = bucket;  // full at the start
+    idle_since.assign(2 * nodes, 0.0);
     link_count.assign(2 * nodes, 0);
     link_stamp.assign(2 * nodes, 0);
     link_groups.assign(2 * nodes, {});
@@ -629,16 +642,60 @@ class Engine {
       finish_flow(i);
       return;
     }
+    if (vol[i] <= fifo_bytes) {
+      int32_t r = rank[i];
+      double host_link = capacity[2 * host_node[r]];
+      double at = std::max(now, fifo_free[r]);
+      if (at > now) {
+        fifo_free[r] = at + vol[i] / host_link;
+        push(at, EV_FIFO_FLOW, i);
+        return;
+      }
+      fifo_free[r] = now + join_flow(i) / host_link;
+      return;
+    }
+    join_flow(i);
+  }
+
+  // The tokens link l holds now: none while a flow crosses it, else refilled since it went idle.
+  double tokens_now(int32_t l) const {
+    if (link_count[l] > 0 || bucket[l] <= 0) return 0.0;
+    double refill = now > idle_since[l] ? capacity[l] * (now - idle_since[l]) : 0.0;
+    return std::min(bucket[l], tokens[l] + refill);
+  }
+
+  // Flow i joins its stream now; returns the bytes it carries over the links (its volume less
+  // what its path's buckets pass at once).
+  double join_flow(int64_t i) {
     int32_t g = group_for(rank[i], peer[i]);
     FlowGroup& G = groups[g];
+    double credit = 0;
+    if (G.active == 0) {  // the flow moves at once: its path's buckets pass what they hold
+      credit = vol[i];
+      for (int64_t k = G.path_lo; k < G.path_hi; ++k) credit = std::min(credit, tokens_now(path_links[k]));
+      if (credit > 0)
+        for (int64_t k = G.path_lo; k < G.path_hi; ++k) {
+          int32_t l = path_links[k];
+          tokens[l] = tokens_now(l) - credit;
+          idle_since[l] = now;
+        }
+    }
+    double carry = vol[i] - credit;
+    if (carry <= 0) {  // the buckets passed it all
+      flow_end[i] = now;
+      flow_rate[i] = INF;
+      finish_flow(i);
+      return 0.0;
+    }
     G.w_ref = G.progress(now);
     G.t_ref = now;
-    G.tail = std::max(G.tail, G.w_ref) + vol[i];
+    G.tail = std::max(G.tail, G.w_ref) + carry;
     G.flows.push({G.tail, i});
     if (G.active++ == 0)
       for (int64_t k = G.path_lo; k < G.path_hi; ++k) ++link_count[path_links[k]];
     touch_links(G);
     touch_group(g);
+    return carry;
   }
 
   void finish_flow(int64_t i) {  // flow of send i has carried everything at `now`
@@ -673,7 +730,13 @@ class Engine {
       int64_t i = G.flows.top().second;
       G.flows.pop();
       if (--G.active == 0)
-        for (int64_t k = G.path_lo; k < G.path_hi; ++k) --link_count[path_links[k]];
+        for (int64_t k = G.path_lo; k < G.path_hi; ++k) {
+          int32_t l = path_links[k];
+          if (--link_count[l] == 0) {  // idle from now, its bucket empty
+            tokens[l] = 0;
+            idle_since[l] = now;
+          }
+        }
       flow_end[i] = now;
       flow_rate[i] = G.rate;
       finish_flow(i);
@@ -803,6 +866,9 @@ class Engine {
         case EV_ARRIVE:
           arrive(ev.a, now);
           break;
+        case EV_FIFO_FLOW:
+          join_flow(ev.a);  // its sender's queue already counts its whole volume
+          break;
       }
       release();
     }
@@ -824,7 +890,9 @@ nb::dict simulate(int64_t procs, In<int8_t> kind, In<int32_t> rank, In<int32_t> 
                   In<int64_t> rank_ptr, In<int64_t> dep_ptr, In<int64_t> dep_idx, In<bool> dep_start, bool in_order,
                   In<double> cost, In<double> cs, In<double> gs, In<double> lat, In<double> cr, In<double> gr,
                   In<uint8_t> rdv, In<double> vol, In<double> rto, In<int32_t> topo_parent, In<double> topo_up,
-                  In<double> topo_down, In<int32_t> host_node, bool maxmin, Out<double> start, Out<double> end,
+                  In<double> topo_down, In<double> topo_burst, In<int32_t> host_node, bool maxmin,
+                  double fifo_bytes,
+                  Out<double> start, Out<double> end,
                   Out<double> flow_end, Out<double> flow_rate, Out<double> completion) {
   Engine e;
   e.P = procs;
@@ -847,6 +915,8 @@ nb::dict simulate(int64_t procs, In<int8_t> kind, In<int32_t> rank, In<int32_t> 
   e.rdv = data_of(rdv, n, "rdv");
   e.flows_on = topo_parent.shape(0) > 0;
   e.maxmin = maxmin;
+  e.fifo_bytes = fifo_bytes;
+  e.fifo_free.assign(procs, 0.0);
   e.vol = e.flows_on ? data_of(vol, n, "vol") : nullptr;
   e.rto = e.flows_on ? data_of(rto, n, "rto") : nullptr;
   for (auto* out : {&start, &end, &flow_end, &flow_rate})
@@ -870,7 +940,7 @@ nb::dict simulate(int64_t procs, In<int8_t> kind, In<int32_t> rank, In<int32_t> 
     for (int64_t r = 0; r < procs; ++r)
       if (hn[r] < 0 || hn[r] >= nodes) throw std::invalid_argument("host_node out of range");
     e.set_topology(topo_parent.data(), nodes, data_of(topo_up, nodes, "topo_up"),
-                   data_of(topo_down, nodes, "topo_down"), hn);
+                   data_of(topo_down, nodes, "topo_down"), data_of(topo_burst, nodes, "topo_burst"), hn);
   }
   e.build_deps(dp, dep_idx.data(), dep_start.data(), in_order);
   int64_t receives = 0;
@@ -912,7 +982,7 @@ NB_MODULE(_engine, m) {
         nb::arg("lat").noconvert(), nb::arg("cr").noconvert(), nb::arg("gr").noconvert(),
         nb::arg("rdv").noconvert(), nb::arg("vol").noconvert(), nb::arg("rto").noconvert(),
         nb::arg("topo_parent").noconvert(), nb::arg("topo_up").noconvert(), nb::arg("topo_down").noconvert(),
-        nb::arg("host_node").noconvert(), nb::arg("maxmin"), nb::arg("start").noconvert(),
+        nb::arg("topo_burst").noconvert(), nb::arg("host_node").noconvert(), nb::arg("maxmin"), nb::arg("fifo_bytes"), nb::arg("start").noconvert(),
         nb::arg("end").noconvert(), nb::arg("flow_end").noconvert(), nb::arg("flow_rate").noconvert(),
         nb::arg("completion").noconvert(),
         "Time a schedule; fills the output arrays and returns total, events and unfinished-op counts.");

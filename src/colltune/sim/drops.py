@@ -66,8 +66,8 @@ def drop_rule(topology: Topology, vol: np.ndarray) -> Rule | None:
         sends = np.flatnonzero(c["kind"] == Kind.SEND)
         src, dst = c["rank"][sends], c["peer"][sends]
         start, end, rate = arrays["start"][sends], arrays["flow_end"][sends], arrays["flow_rate"][sends]
-        start = _stream_starts(src, dst, start, end)
         size = vol[sends]
+        start = _stream_starts(src, dst, start, end, size, up[host_node[src]], topology.window or 0.0)
         pair, paths = topology.routes(src, dst)
         crosses = np.array([bool(climb or descend) for climb, descend, _ in paths], dtype=bool)[pair]
         moving = crosses & (size > 0) & (end > start)
@@ -98,11 +98,19 @@ def drop_rule(topology: Topology, vol: np.ndarray) -> Rule | None:
     return rule
 
 
-def _stream_starts(src: np.ndarray, dst: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """When each flow starts moving, s: a stream carries its flows in order, so a flow sent while
-    the one before it in its (sender, receiver) stream still moves starts when that one ends."""
+def _stream_starts(src: np.ndarray, dst: np.ndarray, start: np.ndarray, end: np.ndarray, size: np.ndarray,
+                   uplink: np.ndarray, window: float) -> np.ndarray:
+    """When each flow starts moving, s, as the engine moves them: a flow of at most ``window``
+    bytes joins once its sender's earlier such flows have left at the ``uplink`` rate (B/s, per
+    flow: its sender's host link); a stream carries its flows in order, so a flow sent while the
+    one before it in its (sender, receiver) stream still moves starts when that one ends."""
     out = start.copy()
-    order = np.lexsort((start, dst, src))
+    small = np.flatnonzero((size > 0) & (size <= window))
+    free: dict[int, float] = {}
+    for k in small[np.lexsort((start[small], src[small]))]:
+        out[k] = max(out[k], free.get(int(src[k]), -np.inf))
+        free[int(src[k])] = out[k] + size[k] / uplink[k]
+    order = np.lexsort((out, dst, src))
     same = (src[order][1:] == src[order][:-1]) & (dst[order][1:] == dst[order][:-1])
     for prev, cur in zip(order[:-1][same], order[1:][same], strict=True):
         out[cur] = max(out[cur], end[prev])

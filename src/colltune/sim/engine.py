@@ -149,17 +149,17 @@ def _run(schedule: Schedule, costs: Costs, cost: np.ndarray, penalty: np.ndarray
     none_i, none_f = np.zeros(0, dtype=np.int32), np.zeros(0)
     if costs.topology is not None:
         parent, up, down, _, host_node = costs.topology.arrays()
-        vol = costs.vol
+        burst, vol, fifo = costs.topology.bursts(), costs.vol, costs.topology.window or 0.0
     else:
-        parent, up, down, host_node, vol = none_i, none_f, none_f, none_i, none_f
+        parent, up, down, burst, host_node, vol, fifo = none_i, none_f, none_f, none_f, none_i, none_f, 0.0
     raw = _engine.simulate(
         P, _column(schedule, "kind", np.int8), _column(schedule, "rank", np.int32),
         _column(schedule, "peer", np.int32), _column(schedule, "tag", np.int32),
         _column(schedule, "rank_ptr", np.int64), _column(schedule, "dep_ptr", np.int64),
         _column(schedule, "dep_idx", np.int64), _column(schedule, "dep_start", np.bool_),
         bool(schedule.meta.get("posting_order", True)), cost, costs.cs, costs.gs, costs.lat, costs.cr, costs.gr,
-        costs.rdv, vol, penalty if costs.topology is not None else none_f, parent, up, down, host_node,
-        sharing == "maxmin", arrays["start"], arrays["end"], arrays["flow_end"], arrays["flow_rate"],
+        costs.rdv, vol, penalty if costs.topology is not None else none_f, parent, up, down, burst, host_node,
+        sharing == "maxmin", fifo, arrays["start"], arrays["end"], arrays["flow_end"], arrays["flow_rate"],
         arrays["completion"])
     return raw, arrays
 

@@ -302,7 +302,9 @@ def on_topology(costs: Costs, msgs: Messages, topology: Topology) -> Costs:
 
     An endpoint model measured on a network already holds its wire time: g(m), beta m, G m grow
     with the bytes on the link.  The flow now carries them, so the endpoint's costs keep only what
-    exceeds the message's wire time on its path alone, w = m / (the narrowest link of the path):
+    exceeds the message's wire time on its path alone, w = m / (the narrowest link of the path), or
+    (m - b) / (the narrowest link) when every link of the path passes b bytes at once after an idle
+    spell (the least :attr:`~colltune.sim.topology.Node.burst` of the path; the engine's buckets):
     the sender's CPU and NIC times and the receiver's NIC gap lose w (a blocking send of a large
     message returns once its bytes are on the wire, so os(m) holds them too), and the time from
     the send to the receive's completion loses w, taken
@@ -318,8 +320,10 @@ def on_topology(costs: Costs, msgs: Messages, topology: Topology) -> Costs:
     pair, paths = topology.routes(src, dst)
     narrowest = np.array([min([up[v] for v in climb] + [down[v] for v in descend], default=math.inf)
                           for climb, descend, _ in paths])
+    burst = topology.bursts()
+    passed = np.array([min((burst[v] for v in climb + descend), default=0.0) for climb, descend, _ in paths])
     wire = np.zeros(len(msgs.sends))
-    wire[msgs.sends] = msgs.size[msgs.sends] / narrowest[pair]
+    wire[msgs.sends] = np.maximum(msgs.size[msgs.sends] - passed[pair], 0) / narrowest[pair]
 
     def less_wire(column: np.ndarray) -> np.ndarray:
         return np.maximum(column - wire, 0.0)

@@ -7,7 +7,9 @@ from it, and ``latency`` seconds each way.  A message from rank a to rank b clim
 to the lowest common switch and descends to b's host; its flow shares each link it crosses with
 the other flows crossing that link in the same direction (paper 001 eq. 6-7); the flows of one
 sender to one receiver form one stream that takes one share and carries them in order, as MPI's
-messages between two ranks share one connection.
+messages between two ranks share one connection.  With a ``window`` (TCP's, bytes), a sender's
+messages within it leave its host one after the other in posting order, as from a NIC's queue;
+a link with a ``burst`` (a token bucket) passes that many bytes at once after an idle spell.
 
 The file format (JSON, ``format: colltune-topology``, ``version: 1``) is the one the [testbed]
 writes for the network it emulates, so that simulation and emulation describe the same network.
@@ -50,6 +52,10 @@ class Node(BaseModel):
     latency: float = Field(0.0, ge=0, allow_inf_nan=False, description="one-way latency of the link, s")
     buffer: float | None = Field(None, gt=0, description="queue of each switch port feeding the link, bytes; "
                                                          "None for unlimited (no drops)")
+    burst: float = Field(0.0, ge=0, allow_inf_nan=False,
+                         description="bytes the link passes at once after an idle spell, in each direction: "
+                                     "the depth of a token bucket that refills at the link's rate (tc tbf's "
+                                     "burst, a cloud NIC's allowance); 0 for a wire")
 
 
 class Topology(BaseModel):
@@ -111,6 +117,10 @@ class Topology(BaseModel):
         latency = np.array([n.latency for n in self.nodes], dtype=np.float64)
         host_node = np.array([index[h] for h in self.hosts], dtype=np.int32)
         return parent, up, down, latency, host_node
+
+    def bursts(self) -> np.ndarray:
+        """Each node's link bucket, bytes (:attr:`Node.burst`)."""
+        return np.array([n.burst for n in self.nodes], dtype=np.float64)
 
     def _depth_height(self, parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per node: its depth (links to the root) and height (links down to its deepest leaf)."""

@@ -6,8 +6,9 @@ emulation describe the same network: every node with a parent becomes a veth lin
 with ``tc tbf`` at the link's ``down`` rate on the parent switch's port and at its ``up`` rate on
 the node's own end; a switch port's queue (tbf ``limit``) is the node's ``buffer``, so the link
 rates, oversubscribed uplinks and drops under congestion are the kernel's own.  A host's own port
-has the queue of a Linux NIC (:data:`HOST_QUEUE`), and every bucket holds one frame
-(:data:`BURST`), so that a link serialises like a wire.  Hosts get
+has the queue of a Linux NIC (:data:`HOST_QUEUE`), and every bucket holds two frames
+(:data:`BURST`), so that a link serialises nearly like a wire; the topology file records the
+buckets (``burst``), which the simulator lets pass at once after an idle spell.  Hosts get
 10.77.0.0/16 addresses on the shaped network (``eth0``) and a control link (``ctl0``,
 10.78.0.0/16) to a bridge in the launching namespace, over which mpiexec reaches them.
 
@@ -133,7 +134,7 @@ def _shape(ns: str, dev: str, rate: float, queue: float, burst: int) -> None:
 def up(topology: Topology, name: str, queue: float, burst: int = BURST) -> Path:
     """Create the testbed ``name`` for ``topology``; switch ports without a ``buffer`` of their own
     get ``queue`` bytes, and every link a token bucket of ``burst`` bytes.  Returns the topology
-    file, which records every switch port's queue.  On any failure, everything made so far is
+    file, which records every switch port's queue and every link's bucket.  On any failure, everything made so far is
     removed and the error is raised."""
     require_root()
     if State.load(name) is not None:
@@ -141,7 +142,8 @@ def up(topology: Topology, name: str, queue: float, burst: int = BURST) -> Path:
     if burst < FRAME:
         raise TestbedError(f"a link's bucket must hold one frame: {burst} B is less than {FRAME} B")
     state = State(name)
-    nodes = [n if n.buffer is not None or n.parent is None else n.model_copy(update={"buffer": float(queue)})
+    nodes = [n if n.parent is None else
+             n.model_copy(update={"buffer": float(queue) if n.buffer is None else n.buffer, "burst": float(burst)})
              for n in topology.nodes]
     topology = topology.model_copy(update={"nodes": tuple(nodes), "window": topology.window or TCP_WINDOW})
     try:
