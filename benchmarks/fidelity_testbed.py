@@ -1,7 +1,8 @@
 """How well colltune's predictions hold on the emulated cluster (needs root): issue #18's fidelity benchmark.
 
 Run: ``python benchmarks/fidelity_testbed.py [--shapes star,tree:2] [--hosts 8] [--link 100Mbit]
-[--sizes 4KiB,64KiB,512KiB] [--probe default] [--reps 5] [--warmup 2] [--rounds 3] [--keep DIR] [--plot FILE]``;
+[--sizes 4KiB,64KiB,512KiB] [--probe default] [--reps 5] [--warmup 2] [--rounds 3] [--keep DIR] [--plot FILE]
+[--testbed NAME]``;
 ``--repredict DIR`` predicts the times kept in DIR again with the installed colltune (no root needed).
 
 For each shape it brings up a testbed (``colltune testbed up``; ``tree:2`` gets 2:1 oversubscribed
@@ -93,7 +94,7 @@ def run_shape(shape: str, args: argparse.Namespace, d: Path) -> Path:
     from colltune.files import write_atomic
 
     tag = shape.replace(":", "")
-    up = ["testbed", "up", "--hosts", str(args.hosts), "--link", args.link, "--topology", shape]
+    up = ["testbed", "up", "--name", args.testbed, "--hosts", str(args.hosts), "--link", args.link, "--topology", shape]
     if shape.startswith("tree:"):
         up += ["--uplink", args.link]  # K hosts of --link share one uplink of --link
     out = colltune(*up)
@@ -104,15 +105,15 @@ def run_shape(shape: str, args: argparse.Namespace, d: Path) -> Path:
         print(f"[{shape}] probe ({args.probe}) ...", flush=True)
         start = time.perf_counter()
         mode = [] if args.probe == "default" else [f"--{args.probe}"]
-        colltune("testbed", "run", "--", sys.executable, "-m", "colltune", "probe", *mode, "--topology",
-                 str(topo_file), "-o", str(d / f"profile-{tag}.json"))
+        colltune("testbed", "run", "--name", args.testbed, "--", sys.executable, "-m", "colltune", "probe", *mode,
+                 "--topology", str(topo_file), "-o", str(d / f"profile-{tag}.json"))
         probe_s = time.perf_counter() - start
         print(f"[{shape}] probe took {probe_s:.0f} s; timing every algorithm ...", flush=True)
-        colltune("testbed", "run", "--", sys.executable, __file__, "--time-job", str(d / f"times-{tag}.json"),
-                 "--collectives", args.collectives, "--sizes", args.sizes, "--reps", str(args.reps), "--warmup",
+        colltune("testbed", "run", "--name", args.testbed, "--", sys.executable, __file__, "--time-job",
+                 str(d / f"times-{tag}.json"), "--collectives", args.collectives, "--sizes", args.sizes, "--reps", str(args.reps), "--warmup",
                  str(args.warmup), "--rounds", str(args.rounds), progress=True)
     finally:
-        subprocess.run([sys.executable, "-m", "colltune", "testbed", "down"], check=False)
+        subprocess.run([sys.executable, "-m", "colltune", "testbed", "down", "--name", args.testbed], check=False)
     return predict_shape(shape, args, d, probe_s)
 
 
@@ -178,6 +179,7 @@ def main() -> None:
     parser.add_argument("--shapes", default="star,tree:2")
     parser.add_argument("--hosts", type=int, default=8)
     parser.add_argument("--link", default="100Mbit")
+    parser.add_argument("--testbed", default="colltune", help="the testbed's name")
     parser.add_argument("--collectives", default=",".join(COLLECTIVES))
     parser.add_argument("--sizes", default="4KiB,64KiB,512KiB")
     parser.add_argument("--probe", default="default", choices=["quick", "default", "thorough"])

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import shutil
 import statistics
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -30,6 +35,7 @@ from colltune.report.fidelity import (
 )
 from colltune.sim import simulate, star
 from colltune.tune.native import native_equivalent
+from colltune.tune.select import candidates
 
 PROV = Provenance(source="tests", date="2026-11-23T00:00:00+00:00", colltune_version="0", procs=4)
 
@@ -150,3 +156,29 @@ def test_the_default_predictor_is_over_the_profiles_topology_where_it_applies():
     over = profile.model_copy(update={"topology": star(4, 1e9)})
     assert default_predictor(over, 4) == "simulate:plogp@topology"
     assert default_predictor(over, 5) == "simulate:plogp"  # the topology has no fifth host
+
+
+ROOT = Path(__file__).parent.parent
+CAN_TESTBED = os.geteuid() == 0 and shutil.which("ip") is not None and shutil.which("tc") is not None
+
+
+@pytest.mark.skipif(not CAN_TESTBED, reason="the testbed needs root and iproute2 (ip, tc)")
+def test_a_small_fidelity_run_on_a_four_host_testbed_predicts_within_a_bound(tmp_path):
+    """The benchmark, small: a 4-host, 100 Mbit/s star, a quick probe given the testbed's topology,
+    every broadcast, gather and all-to-all at 64 KiB in one round; the profile's default predictor
+    (over the topology) prices every case with a median error within 30 %, and the claims print."""
+    from helpers import run_bounded
+
+    res = run_bounded([sys.executable, str(ROOT / "benchmarks" / "fidelity_testbed.py"), "--shapes", "star",
+                       "--hosts", "4", "--collectives", "bcast,gather,alltoall", "--sizes", "64KiB", "--probe",
+                       "quick", "--rounds", "1", "--reps", "3", "--warmup", "1", "--testbed", "ctfid",
+                       "--keep", str(tmp_path)], 600, "the fidelity benchmark")
+    assert res.returncode == 0, f"stdout:\n{res.stdout[-3000:]}\nstderr:\n{res.stderr[-3000:]}"
+    results = read_fidelity(tmp_path / "fidelity-star.json")
+    assert results.default_predictor.endswith("@topology") and results.procs == 4
+    measured = [c for c in results.cases if c.algorithm != "native"]
+    assert len(measured) == sum(len(candidates(c)) for c in ("bcast", "gather", "alltoall"))
+    f = fidelity(measured, results.default_predictor)
+    assert f.cases == len(measured) and f.median_error <= 0.30, f
+    assert "paper 000 gather coordinated / flat_tree 64 KiB: measured" in res.stdout
+    assert "ctfid" not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
