@@ -651,7 +651,8 @@ class Engine {
         push(at, EV_FIFO_FLOW, i);
         return;
       }
-      fifo_free[r] = now + join_flow(i) / host_link;
+      double carried = join_flow(i);  // may start this rank's next send, and pace it, first
+      fifo_free[r] = std::max(fifo_free[r], now + carried / host_link);
       return;
     }
     join_flow(i);
