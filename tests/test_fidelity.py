@@ -181,4 +181,4 @@ def test_a_small_fidelity_run_on_a_four_host_testbed_predicts_within_a_bound(tmp
     f = fidelity(measured, results.default_predictor)
     assert f.cases == len(measured) and f.median_error <= 0.30, f
     assert "paper 000 gather coordinated / flat_tree 64 KiB: measured" in res.stdout
-    assert "ctfid" not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert "ctfid" not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout

@@ -12,7 +12,6 @@ from colltune.sim.topology import Node, Topology, TopologyError, binary_tree, re
 
 __all__ = [
     "MAX_PROCS", "NETWORKS", "Network", "NetworkError", "Node", "SimResult", "SimulationError", "Topology",
-    "TopologyError", "binary_tree", "default_network", "profile_network", "topology_for",
-    "read_topology", "simulate", "star",
-    "two_level",
+    "TopologyError", "binary_tree", "default_network", "profile_network", "read_topology", "simulate", "star",
+    "topology_for", "two_level",
 ]
