@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from colltune.algorithms import REGISTRY
-from colltune.profiles import load_profile
+from colltune.profiles import load_profile, read_profile
 from colltune.profiles.format import Provenance
 from colltune.report.fidelity import (
     CLAIMS,
@@ -166,7 +166,8 @@ CAN_TESTBED = os.geteuid() == 0 and shutil.which("ip") is not None and shutil.wh
 def test_a_small_fidelity_run_on_a_four_host_testbed_predicts_within_a_bound(tmp_path):
     """The benchmark, small: a 4-host, 100 Mbit/s star, a quick probe given the testbed's topology,
     every broadcast, gather and all-to-all at 64 KiB in one round; the profile's default predictor
-    (over the topology) prices every case with a median error within 30 %, and the claims print."""
+    (over the topology, for an endpoint model) prices every case with a median error within 30 %,
+    and the claims print."""
     from helpers import run_bounded
 
     res = run_bounded([sys.executable, str(ROOT / "benchmarks" / "fidelity_testbed.py"), "--shapes", "star",
@@ -175,7 +176,9 @@ def test_a_small_fidelity_run_on_a_four_host_testbed_predicts_within_a_bound(tmp
                        "--keep", str(tmp_path)], 600, "the fidelity benchmark")
     assert res.returncode == 0, f"stdout:\n{res.stdout[-3000:]}\nstderr:\n{res.stderr[-3000:]}"
     results = read_fidelity(tmp_path / "fidelity-star.json")
-    assert results.default_predictor.endswith("@topology") and results.procs == 4
+    profile = read_profile(tmp_path / "profile-star.json")  # the probe kept the testbed's topology
+    assert profile.topology is not None and profile.topology.procs == results.procs == 4
+    assert results.default_predictor == default_predictor(profile, 4)
     measured = [c for c in results.cases if c.algorithm != "native"]
     assert len(measured) == sum(len(candidates(c)) for c in ("bcast", "gather", "alltoall"))
     f = fidelity(measured, results.default_predictor)
