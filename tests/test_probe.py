@@ -274,3 +274,24 @@ def test_the_check_is_priced_over_the_topology_it_is_given():
     assert errors["plogp"] < 1e-9 and errors[chosen] <= errors["plogp"]
     _, without = choose_network(models, 8, cases, measured)
     assert without["plogp"] > 0.1
+
+
+def test_nonnegative_fits_never_return_a_negative_from_the_solvers_rounding(monkeypatch):
+    """BVLS once ended at -6.6e-24 for a coefficient bounded at 0, which the profile's validation
+    rejected and the probe died of; the fit clips it."""
+    import scipy.optimize
+
+    from colltune.probe import fit
+
+    real = scipy.optimize.lsq_linear
+
+    def rounding(*args, **kwargs):  # type: ignore[no-untyped-def]
+        out = real(*args, **kwargs)
+        out.x[0] = -6.6e-24
+        return out
+
+    monkeypatch.setattr(scipy.optimize, "lsq_linear", rounding)
+    coef, res = fit.nonnegative_lstsq([np.ones(3), np.arange(3.0)], np.array([1.0, 2.0, 3.0]))
+    assert coef[0] == 0.0 and coef[1] > 0
+    latency, _ = fit.fit_cluster_latency([2, 4, 6], [1, 1, 1], [1e-5, 1e-5, 1e-5], lambda m: 1e-6)
+    assert latency.per_proc >= 0
