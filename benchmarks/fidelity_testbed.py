@@ -89,16 +89,20 @@ def time_job(out: str, collectives: list[str], sizes: list[int], reps: int, warm
         comm.gather(MPI.Get_processor_name())
 
 
+def tag(shape: str) -> str:
+    """``shape`` as it stands in file names: ``tree:2`` -> ``tree2``."""
+    return shape.replace(":", "")
+
+
 def run_shape(shape: str, args: argparse.Namespace, d: Path) -> Path:
     """Bring up ``shape``, probe, time, tear down; returns the results file."""
     from colltune.files import write_atomic
 
-    tag = shape.replace(":", "")
     up = ["testbed", "up", "--name", args.testbed, "--hosts", str(args.hosts), "--link", args.link, "--topology", shape]
     if shape.startswith("tree:"):
         up += ["--uplink", args.link]  # K hosts of --link share one uplink of --link
     out = colltune(*up)
-    topo_file = d / f"topology-{tag}.json"
+    topo_file = d / f"topology-{tag(shape)}.json"
     topo_path = Path(out.strip().rsplit(" ", 1)[-1])
     write_atomic(topo_file, topo_path.read_text())
     try:
@@ -106,12 +110,12 @@ def run_shape(shape: str, args: argparse.Namespace, d: Path) -> Path:
         start = time.perf_counter()
         mode = [] if args.probe == "default" else [f"--{args.probe}"]
         colltune("testbed", "run", "--name", args.testbed, "--", sys.executable, "-m", "colltune", "probe", *mode,
-                 "--topology", str(topo_file), "-o", str(d / f"profile-{tag}.json"))
+                 "--topology", str(topo_file), "-o", str(d / f"profile-{tag(shape)}.json"))
         probe_s = time.perf_counter() - start
         print(f"[{shape}] probe took {probe_s:.0f} s; timing every algorithm ...", flush=True)
         colltune("testbed", "run", "--name", args.testbed, "--", sys.executable, __file__, "--time-job",
-                 str(d / f"times-{tag}.json"), "--collectives", args.collectives, "--sizes", args.sizes, "--reps", str(args.reps), "--warmup",
-                 str(args.warmup), "--rounds", str(args.rounds), progress=True)
+                 str(d / f"times-{tag(shape)}.json"), "--collectives", args.collectives, "--sizes", args.sizes,
+                 "--reps", str(args.reps), "--warmup", str(args.warmup), "--rounds", str(args.rounds), progress=True)
     finally:
         subprocess.run([sys.executable, "-m", "colltune", "testbed", "down", "--name", args.testbed], check=False)
     return predict_shape(shape, args, d, probe_s)
@@ -125,20 +129,19 @@ def predict_shape(shape: str, args: argparse.Namespace, d: Path, probe_s: float 
     from colltune.report.fidelity import FidelityCase, FidelityResults, default_predictor, predict_cases, predictors
     from colltune.sim import read_topology
 
-    tag = shape.replace(":", "")
-    profile = read_profile(d / f"profile-{tag}.json")
-    topology = read_topology(d / f"topology-{tag}.json")
-    timed = json.loads((d / f"times-{tag}.json").read_text())
+    profile = read_profile(d / f"profile-{tag(shape)}.json")
+    topology = read_topology(d / f"topology-{tag(shape)}.json")
+    timed = json.loads((d / f"times-{tag(shape)}.json").read_text())
     cases = [FidelityCase(**c) for c in timed["cases"]]
     print(f"[{shape}] predicting {len(cases)} cases ...", flush=True)
     cases = predict_cases(cases, timed["procs"], predictors(profile, topology))
     how = f"sizes {args.sizes}, {args.reps} runs after {args.warmup} warm-ups, root 0, median of {args.rounds} rounds"
     prov = profile.provenance.model_copy(update={"source": "benchmarks/fidelity_testbed.py", "notes": (how,)})
     results = FidelityResults(network=f"{shape} {args.hosts} hosts {args.link}", procs=timed["procs"],
-                              profile=str(d / f"profile-{tag}.json"),
+                              profile=str(d / f"profile-{tag(shape)}.json"),
                               default_predictor=default_predictor(profile, timed["procs"]),
                               probe_seconds=probe_s, provenance=Provenance(**prov.model_dump()), cases=tuple(cases))
-    path = d / f"fidelity-{tag}.json"
+    path = d / f"fidelity-{tag(shape)}.json"
     write_atomic(path, results.to_json())
     return path
 
@@ -206,7 +209,7 @@ def main() -> None:
     if args.repredict:
         d = Path(args.repredict)
         for shape in args.shapes.split(","):
-            old = json.loads((d / f"fidelity-{shape.replace(':', '')}.json").read_text())
+            old = json.loads((d / f"fidelity-{tag(shape)}.json").read_text())
             report(predict_shape(shape, args, d, old.get("probe_seconds")), None)
         return
     with tempfile.TemporaryDirectory() as tmp:
@@ -214,7 +217,7 @@ def main() -> None:
         d.mkdir(parents=True, exist_ok=True)
         for shape in args.shapes.split(","):
             path = run_shape(shape, args, d)
-            plot = Path(args.plot.replace(".png", f"-{shape.replace(':', '')}.png")) if args.plot else None
+            plot = Path(args.plot.replace(".png", f"-{tag(shape)}.png")) if args.plot else None
             report(path, plot)
 
 

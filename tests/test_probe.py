@@ -291,7 +291,7 @@ def test_nonnegative_fits_never_return_a_negative_from_the_solvers_rounding(monk
         return out
 
     monkeypatch.setattr(scipy.optimize, "lsq_linear", rounding)
-    coef, res = fit.nonnegative_lstsq([np.ones(3), np.arange(3.0)], np.array([1.0, 2.0, 3.0]))
+    coef, _ = fit.nonnegative_lstsq([np.ones(3), np.arange(3.0)], np.array([1.0, 2.0, 3.0]))
     assert coef[0] == 0.0 and coef[1] > 0
     latency, _ = fit.fit_cluster_latency([2, 4, 6], [1, 1, 1], [1e-5, 1e-5, 1e-5], lambda m: 1e-6)
     assert latency.per_proc >= 0

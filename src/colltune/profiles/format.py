@@ -34,6 +34,7 @@ from colltune.models.params import (
     Postal,
     Tabulated,
 )
+from colltune.sim.network import NETWORKS
 from colltune.sim.topology import Topology
 
 FORMAT = "colltune-profile"
@@ -150,8 +151,6 @@ class Profile(ParamSet):
             raise ValueError(f"default_model {self.default_model!r} has no parameters in models "
                              f"(present: {', '.join(self.models.present()) or 'none'})")
         if self.default_network is not None:
-            from colltune.sim.network import NETWORKS  # the simulator reads profiles; not the reverse
-
             net = NETWORKS.get(self.default_network)
             if net is None:
                 raise ValueError(f"default_network {self.default_network!r} is not a network model; "

@@ -300,7 +300,7 @@ class Engine {
   bool flows_on = false, maxmin = false;
   double fifo_bytes = 0;  // flows of at most this many units leave their sender one at a time
   // outputs
-  double *start, *end, *flow_end, *flow_rate, *completion;
+  double *start, *end, *flow_start, *flow_end, *flow_rate, *completion;
 
   // dependencies, reversed: for op j, the ops waiting on its start / on its completion
   std::vector<int64_t> rev_ptr, rev_idx;
@@ -637,6 +637,7 @@ class Engine {
 
   void start_flow(int64_t i) {
     if (vol[i] <= 0) {  // nothing to carry: the flow ends as it starts
+      flow_start[i] = now;
       flow_end[i] = now;
       flow_rate[i] = INF;
       finish_flow(i);
@@ -682,6 +683,7 @@ class Engine {
         }
     }
     double carry = vol[i] - credit;
+    if (G.active == 0) flow_start[i] = now;  // else when the flow before it in the stream ends
     if (carry <= 0) {  // the buckets passed it all
       flow_end[i] = now;
       flow_rate[i] = INF;
@@ -742,6 +744,8 @@ class Engine {
       flow_rate[i] = G.rate;
       finish_flow(i);
     }
+    if (!G.flows.empty() && std::isnan(flow_start[G.flows.top().second]))
+      flow_start[G.flows.top().second] = now;  // the next in the stream moves from now
     touch_links(G);
     touch_group(int32_t(g));
   }
@@ -835,6 +839,7 @@ class Engine {
     for (int64_t i = 0; i < n; ++i) {
       start[i] = NAN;
       end[i] = NAN;
+      flow_start[i] = NAN;
       flow_end[i] = NAN;
       flow_rate[i] = NAN;
       if (pending[i] == 0) freed.push_back(i);
@@ -894,7 +899,7 @@ nb::dict simulate(int64_t procs, In<int8_t> kind, In<int32_t> rank, In<int32_t> 
                   In<double> topo_down, In<double> topo_burst, In<int32_t> host_node, bool maxmin,
                   double fifo_bytes,
                   Out<double> start, Out<double> end,
-                  Out<double> flow_end, Out<double> flow_rate, Out<double> completion) {
+                  Out<double> flow_start, Out<double> flow_end, Out<double> flow_rate, Out<double> completion) {
   Engine e;
   e.P = procs;
   e.n = int64_t(kind.shape(0));
@@ -920,11 +925,12 @@ nb::dict simulate(int64_t procs, In<int8_t> kind, In<int32_t> rank, In<int32_t> 
   e.fifo_free.assign(procs, 0.0);
   e.vol = e.flows_on ? data_of(vol, n, "vol") : nullptr;
   e.rto = e.flows_on ? data_of(rto, n, "rto") : nullptr;
-  for (auto* out : {&start, &end, &flow_end, &flow_rate})
+  for (auto* out : {&start, &end, &flow_start, &flow_end, &flow_rate})
     if (int64_t(out->shape(0)) != n) throw std::invalid_argument("output arrays need one entry per op");
   if (int64_t(completion.shape(0)) != procs) throw std::invalid_argument("completion needs one entry per rank");
   e.start = start.data();
   e.end = end.data();
+  e.flow_start = flow_start.data();
   e.flow_end = flow_end.data();
   e.flow_rate = flow_rate.data();
   e.completion = completion.data();
@@ -984,7 +990,7 @@ NB_MODULE(_engine, m) {
         nb::arg("rdv").noconvert(), nb::arg("vol").noconvert(), nb::arg("rto").noconvert(),
         nb::arg("topo_parent").noconvert(), nb::arg("topo_up").noconvert(), nb::arg("topo_down").noconvert(),
         nb::arg("topo_burst").noconvert(), nb::arg("host_node").noconvert(), nb::arg("maxmin"), nb::arg("fifo_bytes"), nb::arg("start").noconvert(),
-        nb::arg("end").noconvert(), nb::arg("flow_end").noconvert(), nb::arg("flow_rate").noconvert(),
+        nb::arg("end").noconvert(), nb::arg("flow_start").noconvert(), nb::arg("flow_end").noconvert(), nb::arg("flow_rate").noconvert(),
         nb::arg("completion").noconvert(),
         "Time a schedule; fills the output arrays and returns total, events and unfinished-op counts.");
 }

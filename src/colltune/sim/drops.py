@@ -9,8 +9,8 @@ A fluid simulation has no queues (every flow's rate already fits its path), so w
 port is what the senders *offer*, as paper 000's x senders each push a packet every gs
 regardless of the root: a sender pushes each flow's bytes at its host's up bandwidth, split
 evenly among its flows in progress when the flow starts, and capped by the narrowest link the
-flow crosses before the port; a flow queued in its (sender, receiver) stream behind another
-starts when that one ends.  At a port of bandwidth D and buffer B, the offered rates of the
+flow crosses before the port; a flow starts when the engine starts moving it (behind the one
+before it in its (sender, receiver) stream, or its sender's queue).  At a port of bandwidth D and buffer B, the offered rates of the
 flows through it are summed over time; an *episode* is a maximal interval in which that sum
 exceeds D.  Over an episode offering k bytes at the mean rate A = k / duration, the buffer is
 full after tau = B / (A - D) (eq. 3) and the transfer ratio is min(1, D/A + B/k) (eq. 4,
@@ -65,9 +65,8 @@ def drop_rule(topology: Topology, vol: np.ndarray) -> Rule | None:
         c = schedule.columns
         sends = np.flatnonzero(c["kind"] == Kind.SEND)
         src, dst = c["rank"][sends], c["peer"][sends]
-        start, end, rate = arrays["start"][sends], arrays["flow_end"][sends], arrays["flow_rate"][sends]
+        start, end, rate = arrays["flow_start"][sends], arrays["flow_end"][sends], arrays["flow_rate"][sends]
         size = vol[sends]
-        start = _stream_starts(src, dst, start, end, size, up[host_node[src]], topology.window or 0.0)
         pair, paths = topology.routes(src, dst)
         crosses = np.array([bool(climb or descend) for climb, descend, _ in paths], dtype=bool)[pair]
         moving = crosses & (size > 0) & (end > start)
@@ -96,25 +95,6 @@ def drop_rule(topology: Topology, vol: np.ndarray) -> Rule | None:
         return charge
 
     return rule
-
-
-def _stream_starts(src: np.ndarray, dst: np.ndarray, start: np.ndarray, end: np.ndarray, size: np.ndarray,
-                   uplink: np.ndarray, window: float) -> np.ndarray:
-    """When each flow starts moving, s, as the engine moves them: a flow of at most ``window``
-    bytes joins once its sender's earlier such flows have left at the ``uplink`` rate (B/s, per
-    flow: its sender's host link); a stream carries its flows in order, so a flow sent while the
-    one before it in its (sender, receiver) stream still moves starts when that one ends."""
-    out = start.copy()
-    small = np.flatnonzero((size > 0) & (size <= window))
-    free: dict[int, float] = {}
-    for k in small[np.lexsort((start[small], src[small]))]:
-        out[k] = max(out[k], free.get(int(src[k]), -np.inf))
-        free[int(src[k])] = out[k] + size[k] / uplink[k]
-    order = np.lexsort((out, dst, src))
-    same = (src[order][1:] == src[order][:-1]) & (dst[order][1:] == dst[order][:-1])
-    for prev, cur in zip(order[:-1][same], order[1:][same], strict=True):
-        out[cur] = max(out[cur], end[prev])
-    return out
 
 
 def _sender_share(src: np.ndarray, start: np.ndarray, end: np.ndarray, bandwidth: np.ndarray,

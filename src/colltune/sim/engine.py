@@ -144,7 +144,7 @@ def simulate(schedule: Schedule, network: str, params: ParamSet, *, topology: To
 def _run(schedule: Schedule, costs: Costs, cost: np.ndarray, penalty: np.ndarray,
          sharing: Sharing) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     n, P = len(schedule), schedule.procs
-    arrays = {name: np.empty(n) for name in ("start", "end", "flow_end", "flow_rate")}
+    arrays = {name: np.empty(n) for name in ("start", "end", "flow_start", "flow_end", "flow_rate")}
     arrays["completion"] = np.zeros(P)
     none_i, none_f = np.zeros(0, dtype=np.int32), np.zeros(0)
     if costs.topology is not None:
@@ -159,7 +159,8 @@ def _run(schedule: Schedule, costs: Costs, cost: np.ndarray, penalty: np.ndarray
         _column(schedule, "dep_idx", np.int64), _column(schedule, "dep_start", np.bool_),
         bool(schedule.meta.get("posting_order", True)), cost, costs.cs, costs.gs, costs.lat, costs.cr, costs.gr,
         costs.rdv, vol, penalty if costs.topology is not None else none_f, parent, up, down, burst, host_node,
-        sharing == "maxmin", fifo, arrays["start"], arrays["end"], arrays["flow_end"], arrays["flow_rate"],
+        sharing == "maxmin", fifo, arrays["start"], arrays["end"], arrays["flow_start"],
+        arrays["flow_end"], arrays["flow_rate"],
         arrays["completion"])
     return raw, arrays
 
