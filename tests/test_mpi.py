@@ -173,6 +173,10 @@ def test_quick_probe_writes_a_consistent_profile(procs: int, topology: str | Non
     assert models.plogp.L >= 0 and models.hockney.alpha > 0
     assert models.plogpt.bidirectional.depth == procs.bit_length() - 1
     assert len(models.latency.names) == procs
+    # LogGOPS's S is the last size the held sends found eager (or 0), and the notes say so
+    held = profile.measurements["held_send"]
+    assert models.loggp.S in {0, *(int(x) for x in held.x)}
+    assert any(note.startswith(f"loggp: S = {models.loggp.S} B") for note in prov.notes)
     # g(m) is non-decreasing within its spread
     g = profile.measurements["g"]
     assert list(g.x) == list(models.plogp.unidirectional.g.sizes)

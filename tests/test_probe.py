@@ -15,6 +15,7 @@ from colltune.cli import main
 from colltune.models.cluster import TABLE1
 from colltune.models.params import LogGP
 from colltune.probe import (
+    eager_threshold,
     epsilon_s,
     fit_cluster_latency,
     fit_hockney,
@@ -144,6 +145,29 @@ def test_tree_caps_b_at_twice_the_height_below_and_floors_d():
     levels, fit = fit_tree([100.0, 1000.0], [1e-6, 1e-6], [2e-6, 2e-6], 2, False, 1e-9)
     assert levels.b == (50.0, 100.0) and levels.d == (1e-9, 1e-9)
     assert fit.residuals[1] == 900.0
+
+
+@given(st.integers(0, 20), st.integers(1, 21), st.floats(1e-6, 1e-3), st.integers(0, 2**32 - 1))
+@settings(max_examples=60, deadline=None)
+def test_the_eager_threshold_is_the_last_size_sent_without_its_receiver(last_eager, measured, wire, seed):
+    """Synthetic held sends with a known threshold: sizes 0, 1, 2, 4, ... B; the eager ones take up
+    to twice their wire time, up to a third of the hold, the others the hold and a bit more; the
+    probe stops at the first that waits, so the sweep ends there or earlier."""
+    sizes = [0, *(2 ** k for k in range(21))]
+    rng = np.random.default_rng(seed)
+    holds = np.array([max(2 * (2 * wire + s * 1e-8), 1e-3) for s in sizes])
+    times = np.where(np.arange(len(sizes)) <= last_eager, rng.uniform(0, holds / 3),
+                     holds * rng.uniform(1.0, 1.2, len(sizes)))
+    n = min(measured, last_eager + 2, len(sizes))
+    S, found = eager_threshold(sizes[:n], times[:n], holds[:n])
+    if n > last_eager + 1:
+        assert (S, found) == (sizes[last_eager], True)
+    else:
+        assert (S, found) == (sizes[n - 1], False)
+
+
+def test_an_eager_threshold_below_the_smallest_size_is_minus_one():
+    assert eager_threshold([0, 1], [2e-3, 2e-3], [2e-3, 2e-3]) == (-1, True)
 
 
 def test_epsilon_s_is_the_widest_squared_log_spread():

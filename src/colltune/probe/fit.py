@@ -105,6 +105,21 @@ def fit_plogp(sizes: Array, rtt: Array, g0: float, gap: Array | None = None) -> 
     return L, g, record(("rtt",), "L = RTT(0)/2 - g(0), g(m) = RTT(m)/2 - L", r - 2 * (L + values))
 
 
+def eager_threshold(sizes: Sequence[int], send_times: Array, holds: Array) -> tuple[int, bool]:
+    """LogGOPS's rendezvous threshold S from sends timed while their receiver held off
+    (:meth:`colltune.probe.measure.Meter.held_sends`): ``sizes`` ascending (B), the median send
+    time at each (s) and the receiver's hold there (s).  A send waited for its receiver if it took
+    at least half the hold (an eager send of m bytes takes at most its time on the wire, and the
+    hold is at least two round trips of m bytes).  Returns (S, found): S is the largest size such that it and
+    every smaller size did not wait (-1 when the smallest waited; then every message waits), and
+    found whether a larger size waited (else S is only the largest size measured, a lower bound)."""
+    waited = np.asarray(send_times, dtype=np.float64) >= np.asarray(holds, dtype=np.float64) / 2
+    if not waited.any():
+        return int(sizes[-1]), False
+    first = int(np.argmax(waited))
+    return (int(sizes[first - 1]) if first > 0 else -1), True
+
+
 def table(sizes: Array, g: Tabulated, os_: Array | None, or_: Array | None) -> PLogPTable:
     """A :class:`PLogPTable` with g and the measured overheads at ``sizes``."""
     def tab(v: Array | None) -> Tabulated | None:

@@ -182,6 +182,28 @@ class Meter:
         assert theirs is not None
         return send_t, theirs[0], theirs[1]
 
+    def held_sends(self, size: int, hold: float, reps: int = 3) -> np.ndarray | None:
+        """Per repetition, the time of rank 0's MPI_Send of ``size`` bytes while rank 1 busy-waits
+        ``hold`` seconds, making no MPI call, before it receives the message (then it acknowledges
+        with an empty message).  A send that the library completes without its receiver (eager)
+        returns once its bytes are handed over; one that needs the receiver (rendezvous, or a
+        transport that waits for the receiver's progress) returns only after the hold."""
+        sbuf, rbuf = self.buffers(size)
+        out = np.empty(reps)
+        for k in range(1 + reps):  # one warm-up
+            if self.me == 0:
+                t = MPI.Wtime()
+                self.comm.Send([sbuf, MPI.BYTE], 1, TAG_DATA)
+                if k:
+                    out[k - 1] = MPI.Wtime() - t
+                self.comm.Recv([rbuf[:0], MPI.BYTE], 1, TAG_DATA)
+            elif self.me == 1:
+                spin(hold)
+                self.comm.Recv([rbuf, MPI.BYTE], 0, TAG_DATA)
+                self.comm.Send([sbuf[:0], MPI.BYTE], 0, TAG_DATA)
+        self.rest()
+        return out if self.me == 0 else None
+
     def converge(self, size: int, n: int) -> np.ndarray | None:
         """Paper 000's receive gap gr: every other rank sends ``n`` messages of ``size`` bytes to
         rank 0 at once; per repetition, the mean time between consecutive arrivals at rank 0

@@ -109,6 +109,9 @@ PLANS = {
 #: network model that predicts them best becomes the profile's ``default_network``.
 CHECKS = (("bcast", "binomial_tree"), ("allgather", "ring"), ("alltoall", "pairwise_exchange"),
           ("gather", "flat_tree"), ("allreduce", "recursive_doubling"))
+#: The least time, s, a receiver holds off while the probe looks for the eager threshold: half of
+#: it (what a send must take to count as waiting) is 50 times a small eager send here (10 us).
+MIN_HOLD = 1e-3
 #: Repetitions of each check (after one warm-up), and seconds each may take at most (down to
 #: :data:`colltune.tune.measure.MIN_REPS`).
 CHECK_REPS, CHECK_BUDGET = 7, 1.0
@@ -167,7 +170,7 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
     me = comm.Get_rank()
 
     depth = floor_log2(P)
-    total = 12 + 2 * depth + P // 2  # the step() calls below
+    total = 13 + 2 * depth + P // 2  # the step() calls below
     steps = iter(range(total))
 
     def step(what: str) -> None:
@@ -203,6 +206,14 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
         m["prtt_delay"] = series("s", "bytes", plan.sizes, samples, f"PRTT(n, d, s), {name_n}, d(s) = 2 max(gap, RTT/2)")
     step("send and receive call times")
     calls = [meter.overheads(s) for s in plan.sizes]
+    step("eager threshold: sends while the receiver holds off")
+    held, holds = [], []
+    for s in plan.sizes:  # ascending; every size above the first that waits is taken to wait too
+        holds.append(max(2 * meter.round_trip(s), MIN_HOLD))
+        held.append(meter.held_sends(s, holds[-1]))
+        waited = comm.bcast(bool(np.median(held[-1]) >= holds[-1] / 2) if me == 0 else None)
+        if waited:
+            break
     step("bidirectional round trips")
     sweep("rtt_bi", plan.sizes, "s", "PRTT(1, 0, s) with both ranks sending", lambda s: meter.prtt(1, 0.0, s, both=True))
     sweep("prtt_train_bi", plan.sizes, "s", f"PRTT(n, 0, s), {name_n}, with both ranks sending",
@@ -255,7 +266,15 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
     hockney, fits["hockney"] = fit.fit_hockney(sz, rtt / 2)
     loggp, fits["loggp"] = fit.fit_loggp(sz, rtt, gap, m["overhead"].medians, _stderr(m["gap"]),
                                          _stderr(m["overhead"]))
-    notes.append("loggp: the rendezvous threshold S is not measured; the default 65536 B is kept")
+    held_sizes = sz[:len(held)]
+    m["held_send"] = series("s", "bytes", held_sizes, held, "time of MPI_Send while the receiver holds off (makes "
+                            "no MPI call) for two estimated round trips of the size (at least MIN_HOLD); sizes up to the first "
+                            "that waits")
+    S, found = fit.eager_threshold(held_sizes, m["held_send"].medians, holds)
+    loggp = loggp.model_copy(update={"S": max(S, 0)})
+    notes.append(f"loggp: S = {max(S, 0)} B, the largest size whose send did not wait for its receiver"
+                 + (f" (the next measured size, {held_sizes[-1]} B, waited)" if found else
+                    " (no size measured waited)"))
     L, g, fits["plogp"] = fit.fit_plogp(sz, rtt, float(gap[0]), gap)
     L_bi, g_bi, fits["plogp_bidirectional"] = fit.fit_plogp(sz, m["rtt_bi"].medians, m["gap_bi"].medians[0],
                                                             m["gap_bi"].medians)
