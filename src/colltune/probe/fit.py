@@ -105,15 +105,20 @@ def fit_plogp(sizes: Array, rtt: Array, g0: float, gap: Array | None = None) -> 
     return L, g, record(("rtt",), "L = RTT(0)/2 - g(0), g(m) = RTT(m)/2 - L", r - 2 * (L + values))
 
 
+def send_waited(send_time: Array, hold: Array) -> np.ndarray:
+    """Whether a send timed while its receiver held off ``hold`` s (:meth:`colltune.probe.measure.
+    Meter.held_sends`) waited for that receiver: it took at least half the hold (an eager send of m
+    bytes takes at most its time on the wire, and the hold is at least two round trips of m bytes)."""
+    return np.asarray(send_time, dtype=np.float64) >= np.asarray(hold, dtype=np.float64) / 2
+
+
 def eager_threshold(sizes: Sequence[int], send_times: Array, holds: Array) -> tuple[int, bool]:
-    """LogGOPS's rendezvous threshold S from sends timed while their receiver held off
-    (:meth:`colltune.probe.measure.Meter.held_sends`): ``sizes`` ascending (B), the median send
-    time at each (s) and the receiver's hold there (s).  A send waited for its receiver if it took
-    at least half the hold (an eager send of m bytes takes at most its time on the wire, and the
-    hold is at least two round trips of m bytes).  Returns (S, found): S is the largest size such that it and
+    """LogGOPS's rendezvous threshold S from sends timed while their receiver held off:
+    ``sizes`` ascending (B), the median send time at each (s) and the receiver's hold there (s),
+    judged by :func:`send_waited`.  Returns (S, found): S is the largest size such that it and
     every smaller size did not wait (-1 when the smallest waited; then every message waits), and
     found whether a larger size waited (else S is only the largest size measured, a lower bound)."""
-    waited = np.asarray(send_times, dtype=np.float64) >= np.asarray(holds, dtype=np.float64) / 2
+    waited = send_waited(send_times, holds)
     if not waited.any():
         return int(sizes[-1]), False
     first = int(np.argmax(waited))

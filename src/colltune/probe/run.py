@@ -54,7 +54,7 @@ from colltune.models.params import (
 )
 from colltune.probe import fit
 from colltune.probe.measure import Meter
-from colltune.probe.stats import derived, series
+from colltune.probe.stats import derived, series, summarise
 from colltune.profiles.format import Fit, Models, Profile, Provenance, Series
 from colltune.sim import NETWORKS, Topology, simulate, topology_for
 from colltune.tune.measure import time_collective
@@ -211,8 +211,7 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
     for s in plan.sizes:  # ascending; every size above the first that waits is taken to wait too
         holds.append(max(2 * meter.round_trip(s), MIN_HOLD))
         held.append(meter.held_sends(s, holds[-1]))
-        waited = comm.bcast(bool(np.median(held[-1]) >= holds[-1] / 2) if me == 0 else None)
-        if waited:
+        if comm.bcast(bool(fit.send_waited(summarise(held[-1]).median, holds[-1])) if me == 0 else None):
             break
     step("bidirectional round trips")
     sweep("rtt_bi", plan.sizes, "s", "PRTT(1, 0, s) with both ranks sending", lambda s: meter.prtt(1, 0.0, s, both=True))
@@ -268,11 +267,12 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
                                          _stderr(m["overhead"]))
     held_sizes = sz[:len(held)]
     m["held_send"] = series("s", "bytes", held_sizes, held, "time of MPI_Send while the receiver holds off (makes "
-                            "no MPI call) for two estimated round trips of the size (at least MIN_HOLD); sizes up to the first "
-                            "that waits")
+                            f"no MPI call) for two estimated round trips of the size (at least {MIN_HOLD * 1e3:g} "
+                            "ms); sizes up to the first that waits")
     S, found = fit.eager_threshold(held_sizes, m["held_send"].medians, holds)
-    loggp = loggp.model_copy(update={"S": max(S, 0)})
-    notes.append(f"loggp: S = {max(S, 0)} B, the largest size whose send did not wait for its receiver"
+    S = max(S, 0)  # -1 (even the smallest waited) is S = 0: every message with bytes waits
+    loggp = loggp.model_copy(update={"S": S})
+    notes.append(f"loggp: S = {S} B, the largest size whose send did not wait for its receiver"
                  + (f" (the next measured size, {held_sizes[-1]} B, waited)" if found else
                     " (no size measured waited)"))
     L, g, fits["plogp"] = fit.fit_plogp(sz, rtt, float(gap[0]), gap)

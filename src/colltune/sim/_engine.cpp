@@ -672,7 +672,9 @@ class Engine {
     int32_t g = group_for(rank[i], peer[i]);
     FlowGroup& G = groups[g];
     double credit = 0;
-    if (G.active == 0) {  // the flow moves at once: its path's buckets pass what they hold
+    if (G.active == 0) {  // the flow moves at once (else when the flow before it in the stream
+                          // ends): its path's buckets pass what they hold
+      flow_start[i] = now;
       credit = vol[i];
       for (int64_t k = G.path_lo; k < G.path_hi; ++k) credit = std::min(credit, tokens_now(path_links[k]));
       if (credit > 0)
@@ -683,7 +685,6 @@ class Engine {
         }
     }
     double carry = vol[i] - credit;
-    if (G.active == 0) flow_start[i] = now;  // else when the flow before it in the stream ends
     if (carry <= 0) {  // the buckets passed it all
       flow_end[i] = now;
       flow_rate[i] = INF;
