@@ -1,27 +1,471 @@
-"""``colltune bench --library``: the C client under MPICH or Open MPI, with and without the
-exported decision file (the timing is :mod:`colltune.tune.library_bench`)."""
+"""``colltune tune`` and ``colltune bench``: deciding, exporting and checking decision tables.
+
+``tune`` prices the candidates by model, simulation, timing or both (:mod:`colltune.tune.select`,
+:mod:`colltune.tune.hybrid`); ``bench`` times a table's choices in the job, or with ``--library``
+the C client under MPICH or Open MPI with and without the exported file
+(:mod:`colltune.tune.library_bench`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
-import sys
+import time
+from collections.abc import Callable
 from datetime import datetime, timezone
+from typing import Any
 
 import click
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from colltune import __version__
+from colltune import __version__, testbed
+from colltune.collectives import COLLECTIVES
+from colltune.command import (
+    chosen_collectives,
+    console,
+    mpi_job,
+    progress_lines,
+    under_mpi_launcher,
+    unwritable,
+    unwritable_any,
+)
 from colltune.errors import ColltuneError
+from colltune.files import write_atomic
+from colltune.models import MODELS
+from colltune.profiles import Profile, load_profile
 from colltune.profiles.format import Provenance
+from colltune.report import plot_bench
+from colltune.sim import NETWORKS, profile_network
+from colltune.tune import (
+    NATIVE_SOURCE,
+    TABLE_ENV,
+    BenchResults,
+    DecisionTable,
+    ModelPricer,
+    SimPricer,
+    build_table,
+    grid_sizes,
+    read_table,
+    write_bench,
+    write_table,
+)
+from colltune.tune.bench import Predictor
+from colltune.tune.export import mpich_text, openmpi_json_text, openmpi_rules
+from colltune.tune.hybrid import HYBRID_MARGIN, HybridPricer
 from colltune.tune.library_bench import (
+    LIBRARIES,
     LibraryBench,
     geomean,
     library_bench,
     toolchain,
     write_library_bench,
 )
-from colltune.tune.table import read_table
+from colltune.tune.select import REGISTRY_SPACE
+from colltune.tune.targets import TARGETS
+from colltune.units import parse_bytes, parse_int_list, parse_size_list
+
+DEFAULT_TUNE_PROCS = "2-16,24,32,48,64"
+EXPORTS = (("openmpi_rules", "Open MPI rules"), ("openmpi_json", "Open MPI 6 JSON rules"),
+           ("mpich_json", "MPICH selection JSON"))
+
+
+def _export_files(table: DecisionTable, files: dict[str, str | None]) -> list[str]:
+    """Write the requested exports of ``table``; the notes on nearest equivalents."""
+    notes: list[str] = []
+    makers = {"openmpi_rules": openmpi_rules, "openmpi_json": openmpi_json_text, "mpich_json": mpich_text}
+    for key, path in files.items():
+        if path:
+            text, more = makers[key](table)
+            write_atomic(path, text)
+            notes += [n for n in more if n not in notes]
+    return notes
+
+
+@click.command("tune")
+@click.option("--profile", "profile_spec", metavar="FILE|builtin:NAME",
+              help="Profile to price the candidates from (not used by --method measure).")
+@click.option("--method", type=click.Choice(["model", "simulate", "measure", "hybrid"]), default=None,
+              help="Price candidates by the cost formulas, by simulation, by timing them all in this MPI job, or "
+                   "(hybrid) by simulating all and timing in this job only those predicted near the best "
+                   "[default: hybrid under mpiexec, else model].")
+@click.option("--model", "-m", default=None,
+              help="Analytic model (--method model) or network model (--method simulate, hybrid); default: the "
+                   "profile's.")
+@click.option("--margin", default=HYBRID_MARGIN, show_default=True, type=click.FloatRange(min=0),
+              help="--method hybrid: time the candidates predicted within this fraction above the best.")
+@click.option("--collective", "-c", "collectives", multiple=True, type=click.Choice(["all", *COLLECTIVES]),
+              default=("all",), show_default=True, help="Collective(s) to tune; repeatable.")
+@click.option("--procs", "-p", default=None,
+              help=f"Process counts to tune at, e.g. 2-16,32 [default: {DEFAULT_TUNE_PROCS}; measure: the job's].")
+@click.option("--max-size", default=None, help="Largest block size, units allowed [default: 4MiB; measure: 1MiB].")
+@click.option("--reps", default=10, show_default=True, type=click.IntRange(min=1),
+              help="Timed repetitions per candidate and size (--method measure).")
+@click.option("--warmup", default=2, show_default=True, type=click.IntRange(min=0),
+              help="Untimed runs before them (--method measure).")
+@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False), help="Decision table to write.")
+@click.option("--openmpi-rules", type=click.Path(dir_okay=False), help="Also write an Open MPI coll/tuned rules file.")
+@click.option("--openmpi-json", type=click.Path(dir_okay=False), help="Also write Open MPI 6's JSON rules file.")
+@click.option("--mpich-json", type=click.Path(dir_okay=False), help="Also write an MPICH selection JSON file.")
+@click.option("--library", "target", type=click.Choice(["colltune", *TARGETS]), default="colltune",
+              show_default=True,
+              help="Whose algorithms to choose among: colltune's own (run by colltune, exported as the nearest "
+                   "library equivalents), or the MPI library's own (exported exactly as decided).")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
+def tune_cmd(profile_spec: str | None, method: str | None, model: str | None, margin: float,
+             collectives: tuple[str, ...], procs: str | None, max_size: str | None, reps: int, warmup: int,
+             output: str, openmpi_rules: str | None, openmpi_json: str | None, mpich_json: str | None, target: str,
+             as_json: bool) -> None:
+    """Choose the fastest algorithm for every collective, process count and size; write the decision
+    table and, on request, the same decisions as Open MPI and MPICH files."""
+    files = {"openmpi_rules": openmpi_rules, "openmpi_json": openmpi_json, "mpich_json": mpich_json}
+    colls = chosen_collectives(collectives, list(COLLECTIVES))
+    method = method or ("hybrid" if under_mpi_launcher() else "model")
+    if target != "colltune":
+        other = [f"--{k.replace('_', '-')}" for k, v in files.items() if v and not k.startswith(target)]
+        if other:
+            raise click.UsageError(f"a table of {target}'s own algorithms exports to {target} only, not {other[0]}")
+    if method in ("measure", "hybrid"):
+        table = (_tune_measure(colls, procs, max_size, reps, warmup, output, files, target) if method == "measure" else
+                 _tune_hybrid(colls, procs, max_size, reps, warmup, output, files, target, profile_spec, model,
+                              margin))
+        if table is None:
+            return
+    else:
+        table = _tune_offline(profile_spec, method, model, colls, procs, max_size, output, files, target)
+    try:
+        write_table(table, output)
+        notes = _export_files(table, files)
+    except OSError as exc:
+        raise click.UsageError(f"{exc.filename}: cannot write: {exc.strerror}") from None
+    _print_tune(table, output, files, notes, as_json)
+
+
+def _pricer(profile: Profile, method: str, model: str | None) -> tuple[ModelPricer | SimPricer, str]:
+    """The pricer of ``--method model|simulate`` on ``profile`` and the name of its model
+    (``--model``, else the profile's default analytic model or its network)."""
+    if method == "model":
+        name = model or profile.default_model
+        if name not in MODELS:
+            raise click.UsageError(f"--model {name!r}: not an analytic model; valid: {', '.join(MODELS)}")
+        return ModelPricer(profile.params(name), name), name
+    name = model or profile_network(profile)
+    if name not in NETWORKS:
+        raise click.UsageError(f"--model {name!r}: not a network model; valid: {', '.join(NETWORKS)}")
+    return SimPricer(profile.params(NETWORKS[name].params), name, profile.topology), name
+
+
+def _tune_offline(profile_spec: str | None, method: str, model: str | None, colls: list[str], procs: str | None,
+                  max_size: str | None, output: str, files: dict[str, str | None],
+                  target: str = "colltune") -> DecisionTable:
+    problem = unwritable_any([output, *files.values()])
+    if problem:
+        raise click.UsageError(problem)
+    try:
+        if profile_spec is None:
+            raise click.UsageError(f"--method {method} needs --profile FILE|builtin:NAME")
+        profile = load_profile(profile_spec)
+        procs_list = parse_int_list(procs or DEFAULT_TUNE_PROCS, "--procs")
+        if min(procs_list) < 1:
+            raise click.UsageError("--procs: process counts start at 1")
+        largest = parse_bytes(max_size or "4MiB")
+        pricer, name = _pricer(profile, method, model)
+        provenance = Provenance(source=f"colltune tune --method {method} --model {name} --profile {profile_spec}"
+                                       + (f" --library {target}" if target != "colltune" else ""),
+                                date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                                colltune_version=__version__,
+                                notes=(f"native priced as {NATIVE_SOURCE}",))
+        total = len(colls) * len(set(procs_list))
+        with Progress(TextColumn("{task.description:<30}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=Console(stderr=True), transient=True) as bar:
+            task = bar.add_task(f"tuning ({method})", total=total)
+            return build_table(pricer, method, colls, procs_list, largest, provenance,  # type: ignore[arg-type]
+                               model=name, profile=profile.name, time_unit=profile.time_unit,
+                               native=NATIVE_SOURCE, progress=lambda: bar.advance(task), library=target)
+    except ColltuneError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def _tune_measure(colls: list[str], procs: str | None, max_size: str | None, reps: int, warmup: int, output: str,
+                  files: dict[str, str | None], target: str = "colltune") -> DecisionTable | None:
+    """Tune by timing every candidate in this MPI job (``target`` ``mpich``: MPICH's own, forced);
+    the table on rank 0, None on the others."""
+    from mpi4py import MPI
+
+    from colltune.tune.forcing import forcer_for
+    from colltune.tune.measure import LibraryTimer, MeasurePricer
+    from colltune.tune.targets import LibrarySpace
+
+    comm = MPI.COMM_WORLD
+    me, size = comm.Get_rank(), comm.Get_size()
+    with mpi_job(comm, [output, *files.values()]) as fail:
+        if procs is not None and parse_int_list(procs, "--procs") != [size]:
+            fail(f"--method measure tunes at the job's {size} processes; --procs {procs} differs (run mpiexec -n P, "
+                 f"or drop --procs)")
+        largest = parse_bytes(max_size or "1MiB")
+        library = MPI.Get_library_version().strip()
+        provenance = Provenance(source=f"colltune tune --method measure (reps {reps}, warm-up {warmup})"
+                                       + (f" --library {target}" if target != "colltune" else ""),
+                                date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                                colltune_version=__version__, mpi_library=library,
+                                hosts=tuple(comm.allgather(MPI.Get_processor_name())), procs=size)
+        forcer = forcer_for(target, library) if target != "colltune" else None
+        try:
+            pricer: Any = MeasurePricer(comm, reps, warmup) if forcer is None else LibraryTimer(comm, forcer, reps,
+                                                                                                 warmup)
+            table = build_table(pricer, "measure", colls, [size], largest, provenance,
+                                native="the MPI library's own collective, timed", resolution=MEASURE_RESOLUTION,
+                                tolerance=MEASURE_TOLERANCE, library=target,
+                                space=None if forcer is None else LibrarySpace(target))
+        finally:
+            if forcer is not None:
+                forcer.close()
+    return table if me == 0 else None
+
+
+def _tune_hybrid(colls: list[str], procs: str | None, max_size: str | None, reps: int, warmup: int, output: str,
+                 files: dict[str, str | None], target: str, profile_spec: str | None, model: str | None,
+                 margin: float) -> DecisionTable | None:
+    """Tune in this MPI job by simulating every candidate and timing the contenders (see
+    :mod:`colltune.tune.hybrid`); the table on rank 0, None on the others."""
+    from mpi4py import MPI
+
+    from colltune.tune.forcing import forcer_for
+    from colltune.tune.measure import LibraryTimer, MeasurePricer
+    from colltune.tune.targets import LibraryPricer, LibrarySpace
+
+    comm = MPI.COMM_WORLD
+    me, size = comm.Get_rank(), comm.Get_size()
+    say = progress_lines(me)
+    with mpi_job(comm, [output, *files.values()]) as fail:
+        if procs is not None and parse_int_list(procs, "--procs") != [size]:
+            fail(f"--method hybrid tunes at the job's {size} processes; --procs {procs} differs (run mpiexec -n P, "
+                 f"or drop --procs)")
+        largest = parse_bytes(max_size or "1MiB")
+        profile = _job_profile(comm, profile_spec, say)
+        predictor, name = _pricer(profile, "simulate", model)
+        library = MPI.Get_library_version().strip()
+        forcer = forcer_for(target, library) if target != "colltune" else None
+        try:
+            if forcer is not None:
+                space: Any = LibrarySpace(target)
+                timer: Any = LibraryTimer(comm, forcer, reps, warmup)
+                predictor = LibraryPricer(predictor, target)
+            else:
+                space, timer = REGISTRY_SPACE, MeasurePricer(comm, reps, warmup)
+            hybrid = HybridPricer(predictor, timer, space, margin, progress=say,
+                                  share=lambda value: comm.bcast(value, root=0), leader=me == 0,
+                                  always=space.library_default if forcer is not None else None)
+            say(f"hybrid: {', '.join(colls)} at P = {size}, sizes up to {largest} B, predicted by {name} on "
+                f"{profile.name}, timing those within {1 + margin:g} x the best prediction ({reps} runs each)")
+            provenance = Provenance(
+                source=f"colltune tune --method hybrid --model {name} --margin {margin:g} (reps {reps}, warm-up "
+                       f"{warmup})" + (f" --library {target}" if target != "colltune" else ""),
+                date=datetime.now(timezone.utc).isoformat(timespec="seconds"), colltune_version=__version__,
+                mpi_library=library, hosts=tuple(comm.allgather(MPI.Get_processor_name())), procs=size)
+            table = build_table(hybrid, "hybrid", colls, [size], largest, provenance, model=name,
+                                profile=profile.name, native="the MPI library's own collective, timed",
+                                resolution=MEASURE_RESOLUTION, library=target, space=space,
+                                tolerance=MEASURE_TOLERANCE)
+        finally:
+            if forcer is not None:
+                forcer.close()
+        table = table.model_copy(update={"provenance": provenance.model_copy(update={"notes": (hybrid.summary(),)})})
+        say(hybrid.summary())
+    return table if me == 0 else None
+
+
+def _job_profile(comm: Any, spec: str | None, say: Callable[[str], None]) -> Profile:
+    """The profile ``spec`` names, else one measured now in this job (``probe --quick``; at P = 1,
+    where nothing is sent, the built-in default); the same on every rank."""
+    if spec is not None:
+        return load_profile(spec)
+    if comm.Get_size() < 2:
+        return load_profile(f"builtin:{ONE_RANK_PROFILE}")
+    from colltune.probe.run import probe
+
+    say("no --profile: probing this job's network (probe --quick)")
+    start = time.perf_counter()
+    profile = probe(comm, "quick", None, "probe")
+    profile = comm.bcast(profile, root=0)
+    say(f"probed in {time.perf_counter() - start:.0f} s")
+    return profile
+
+
+#: The profile the hybrid tuner predicts from at P = 1 without --profile: one rank sends nothing,
+#: so any profile gives the same decisions; this is the README's.
+ONE_RANK_PROFILE = "ethernet-10g-tcp"
+
+
+#: Measured crossovers are bisected until the interval is within 1/8 of its lower end: timings
+#: of neighbouring sizes differ by less than their noise below that.
+MEASURE_RESOLUTION = 1 / 8
+#: A timed choice must beat native by more than 5 %, twice, to be taken: the bar issue #19 sets for
+#: a choice against the best one, and below the spread of repeated timings on the testbed.
+MEASURE_TOLERANCE = 0.05
+
+
+def _print_tune(table: DecisionTable, output: str, files: dict[str, str | None], notes: list[str],
+                as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps({"table": output, "method": table.method, "model": table.model,
+                               "files": {k: v for k, v in files.items() if v}, "notes": notes,
+                               "collectives": {c: [{"procs": [b.procs_min, b.procs_max],
+                                                    "rules": [r.model_dump() for r in b.rules]} for b in blocks]
+                                               for c, blocks in table.collectives.items()}}, indent=1))
+        return
+    con = console()
+    t = Table(title=f"decisions ({table.method}, {table.model or 'timed'}, {table.profile or 'this job'})")
+    for col in ("collective", "P", "sizes (bytes) -> algorithm"):
+        t.add_column(col, overflow="fold")
+    for coll, blocks in table.collectives.items():
+        for b in blocks:
+            rules = "; ".join(f"{r.size_min}+ {r.algorithm}" + (f" ({', '.join(f'{k}={v}' for k, v in r.params.items())})"
+                                                             if r.params else "") for r in b.rules)
+            t.add_row(coll, f"{b.procs_min}" if b.procs_min == b.procs_max else f"{b.procs_min}-{b.procs_max}", rules)
+    con.print(t)
+    con.print(f"decision table written to {output}")
+    for key, label in EXPORTS:
+        if files[key]:
+            con.print(f"{label} written to {files[key]}")
+    for n in notes:
+        con.print(f"[dim]{n}[/dim]")
+
+
+@click.command("bench")
+@click.option("--table", "table_spec", envvar=TABLE_ENV, show_envvar=True, metavar="FILE",
+              help="Decision table whose choices to time.")
+@click.option("--collective", "-c", "collectives", multiple=True, type=click.Choice(["all", *COLLECTIVES]),
+              help="Collective(s) to time; repeatable [default: the table's].")
+@click.option("--sizes", metavar="LIST", help="Block sizes to time, e.g. 0,1KiB,64KiB [default: 0, 1, 2, 4, ... "
+                                              "up to --max-size].")
+@click.option("--max-size", default="1MiB", show_default=True, help="Largest block size of the default sizes.")
+@click.option("--reps", default=10, show_default=True, type=click.IntRange(min=1),
+              help="Timed repetitions per algorithm and size.")
+@click.option("--warmup", default=2, show_default=True, type=click.IntRange(min=0), help="Untimed runs before them.")
+@click.option("--profile", "profile_spec", metavar="FILE|builtin:NAME",
+              help="Profile to predict the times from [default: no predictions].")
+@click.option("--method", type=click.Choice(["model", "simulate"]), default="model", show_default=True,
+              help="Predict by the cost formulas or by simulation (with --profile).")
+@click.option("--model", "-m", default=None,
+              help="Analytic model (--method model) or network model (simulate); default: the profile's.")
+@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False), help="Results file (JSON) to write.")
+@click.option("--plot", "plot_file", type=click.Path(dir_okay=False),
+              help="Also draw time against size, predicted beside measured (PNG).")
+@click.option("--library", type=click.Choice(LIBRARIES),
+              help="Instead: time a C client (OSU-like) under this MPI library, with its defaults and with the "
+                   "table exported to its own file; not under mpiexec, it starts the jobs itself.")
+@click.option("--procs", "-n", type=click.IntRange(min=1),
+              help="--library: ranks of the client [default: one per host of --testbed].")
+@click.option("--testbed", "testbed_name", metavar="NAME",
+              help="--library: run the client on this testbed (colltune testbed up) instead of locally.")
+@click.option("--rounds", default=3, show_default=True, type=click.IntRange(min=1),
+              help="--library: rounds of (defaults, with the file); each cell keeps the median.")
+@click.option("--forced", is_flag=True,
+              help="--library: also force each of the library's own algorithms in every round, to compare the "
+                   "exported choice with the best of them.")
+@click.option("--mpicc", type=click.Path(dir_okay=False), help="--library: the library's compiler wrapper.")
+@click.option("--mpiexec", "launcher", type=click.Path(dir_okay=False), help="--library: the library's launcher.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
+def bench_cmd(table_spec: str | None, collectives: tuple[str, ...], sizes: str | None, max_size: str, reps: int,
+              warmup: int, profile_spec: str | None, method: str, model: str | None, output: str,
+              plot_file: str | None, library: str | None, procs: int | None, testbed_name: str | None, rounds: int,
+              forced: bool, mpicc: str | None, launcher: str | None, as_json: bool) -> None:
+    """Time the decision table's chosen algorithms and native over a grid of sizes in this MPI job
+    (run under mpiexec -n P); write the results and, on request, a figure of predicted beside measured.
+
+    With --library mpich|openmpi, time instead what the table gains a C program: an OSU-like client
+    under that library, as it comes and with the table exported to the library's own file.
+    """
+    if library is not None:
+        if profile_spec or plot_file or model or method != "model":
+            raise click.UsageError("--library times the library itself: --profile, --method, --model and --plot "
+                                   "do not apply")
+        if not table_spec:
+            raise click.UsageError(f"bench needs a decision table: --table FILE or {TABLE_ENV}")
+        if procs is None and testbed_name is None:
+            raise click.UsageError("--library: give the ranks with -n (or --testbed NAME for one per host)")
+        problem = unwritable(output)
+        if problem:
+            raise click.UsageError(problem)
+        try:
+            size_list = parse_size_list(sizes) if sizes else grid_sizes(parse_bytes(max_size))
+        except ColltuneError as exc:
+            raise click.UsageError(f"{'--sizes' if sizes else '--max-size'}: {exc}") from None
+        if testbed_name is not None:
+            testbed.net.require_root()
+        colls = chosen_collectives(collectives, [])
+        bench_library(library, table_spec, colls, size_list, reps, warmup, rounds, procs, testbed_name, mpicc,
+                      launcher, output, as_json, forced)
+        return
+    if procs is not None or testbed_name is not None or mpicc or launcher or rounds != 3 or forced:
+        raise click.UsageError("-n, --testbed, --rounds, --forced, --mpicc and --mpiexec go with --library")
+    from mpi4py import MPI
+
+    from colltune.tune.measure import bench
+
+    comm = MPI.COMM_WORLD
+    me = comm.Get_rank()
+    with mpi_job(comm, [output, plot_file]) as fail:
+        if not table_spec:
+            fail(f"bench needs a decision table: --table FILE or {TABLE_ENV} (colltune tune writes one)")
+        table = read_table(table_spec)
+        try:
+            size_list = parse_size_list(sizes) if sizes else grid_sizes(parse_bytes(max_size))
+        except ColltuneError as exc:
+            fail(f"{'--sizes' if sizes else '--max-size'}: {exc}")
+        colls = chosen_collectives(collectives, list(table.collectives))
+        if not colls:
+            fail(f"{table_spec}: the table decides no collective; name them with --collective")
+        pricer, predictor = None, None
+        if not profile_spec and (model is not None or method != "model"):
+            fail("--method and --model choose how to predict from a profile; add --profile FILE|builtin:NAME")
+        if profile_spec:
+            profile = load_profile(profile_spec)
+            if profile.time_unit != "s":
+                fail(f"{profile_spec}: its times are in {profile.time_unit} units, which cannot be set beside "
+                     f"measured seconds; give a profile in seconds")
+            pricer, name = _pricer(profile, method, model)
+            predictor = Predictor(method=method, model=name, profile=profile_spec)  # type: ignore[arg-type]
+        if me == 0:
+            with Progress(TextColumn("{task.description:<20}"), BarColumn(), MofNCompleteColumn(),
+                          TimeElapsedColumn(), console=Console(stderr=True), transient=True) as bar:
+                task = bar.add_task("timing", total=None)
+                results = bench(comm, table, table_spec, colls, size_list, reps, warmup, pricer, predictor,
+                                progress=lambda done, total: bar.update(task, completed=done, total=total))
+        else:
+            bench(comm, table, table_spec, colls, size_list, reps, warmup, pricer, predictor)
+    if me == 0:
+        try:
+            write_bench(results, output)
+            if plot_file:
+                plot_bench(results, plot_file)
+        except OSError as exc:
+            raise click.UsageError(f"{exc.filename}: cannot write: {exc.strerror}") from None
+        _print_bench(results, output, plot_file, as_json)
+
+
+def _print_bench(results: BenchResults, output: str, plot_file: str | None, as_json: bool) -> None:
+    summaries = {c: results.summary(c) for c in results.collectives}
+    if as_json:
+        click.echo(json.dumps({"results": output, "plot": plot_file, "procs": results.procs,
+                               "collectives": {c: dataclasses.asdict(s) for c, s in summaries.items()}}, indent=1))
+        return
+    t = Table(title=f"bench of {results.table} at P = {results.procs} ({results.reps} repetitions)")
+    for col in ("collective", "algorithms", "sizes", "native / choice (geomean)", "worst (size, choice)",
+                "predicted / measured (median)"):
+        t.add_column(col, overflow="fold")
+    for coll, s in summaries.items():
+        algs = ", ".join(series.algorithm for series in results.collectives[coll])
+        worst = f"{s.worst[0]:.2f} ({s.worst[1]} B, {s.worst[2]})" if s.worst else "-"
+        t.add_row(coll, algs, str(s.sizes), f"{s.speedup:.2f}" if s.speedup else "-", worst,
+                  f"{s.prediction:.2f}" if s.prediction else "-")
+    con = console()
+    con.print(t)
+    con.print(f"results written to {output}")
+    if plot_file:
+        con.print(f"figure written to {plot_file}")
+
 
 
 def bench_library(library: str, table_spec: str, collectives: list[str], sizes: list[int], reps: int, warmup: int,
@@ -70,7 +514,7 @@ def print_library_bench(results: LibraryBench, output: str, as_json: bool) -> No
         click.echo(json.dumps({"results": output, "library": results.library, "procs": results.procs,
                                "collectives": summary}, indent=1))
         return
-    con = Console(soft_wrap=False, width=None if sys.stdout.isatty() else 160)
+    con = console()
     t = Table(title=f"{results.library} with {results.table} against its defaults, P = {results.procs} "
                     f"(speedup = default / with the file; median of {results.rounds} rounds)")
     forced = any("over_best_forced" in s for s in summary.values())
