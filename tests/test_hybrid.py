@@ -170,3 +170,89 @@ def test_among_other_choices_the_fastest_wins_even_by_less_than_the_tolerance() 
     t = Tuner(BySize(), "bcast", 4, space=Space(("a", "b")), tolerance=0.05)
     rules = t.rules([0, 1, 2, 4, 8, 16, 32, 64, 128])
     assert [(r.algorithm, r.size_min) for r in rules] == [("a", 0), ("b", 64)]
+
+
+@dataclass
+class Lines:
+    """Times linear in the size, ``cost[name] = (at 0 bytes, per byte)``; native far behind.
+    Records the sizes it was asked for."""
+
+    cost: dict[str, tuple[float, float]]
+    asked: list[int] = field(default_factory=list)
+
+    def price(self, collective: str, algorithm: str, procs: int, size: int,
+              params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+        self.asked.append(size)
+        if algorithm == NATIVE:
+            return 1e9, {}
+        c0, c1 = self.cost[algorithm]
+        return c0 + c1 * size, dict(params)
+
+
+GRID = [0, 1, 2, 4, 8, 16, 32, 64, 128]
+CLOSE = {"a": (1.0, 0.001), "b": (1.02, 0.0007)}  # a wins to 66 bytes, b from 67; within 2 % of each other to 128
+
+
+def test_a_crossover_between_choices_within_the_tolerance_is_not_bisected() -> None:
+    """a and b are within 5 % of each other at 64 and 128 bytes: the boundary stays at 128 and
+    nothing between the grid's sizes is timed; with a 1 % tolerance it is bisected to the byte."""
+    pricer = Lines(CLOSE)
+    rules = Tuner(pricer, "bcast", 4, space=Space(("a", "b")), tolerance=0.05).rules(GRID)
+    assert [(r.algorithm, r.size_min) for r in rules] == [("a", 0), ("b", 128)]
+    assert set(pricer.asked) <= set(GRID)
+    pricer = Lines(CLOSE)
+    rules = Tuner(pricer, "bcast", 4, space=Space(("a", "b")), tolerance=0.01).rules(GRID)
+    assert [(r.algorithm, r.size_min) for r in rules] == [("a", 0), ("b", 67)]
+    assert set(pricer.asked) - set(GRID)
+
+
+@settings(max_examples=60)
+@given(st.lists(st.floats(0.1, 10), min_size=4, max_size=4), st.sampled_from([0.0, 0.01, 0.05, 0.2]))
+def test_every_size_gets_a_choice_within_the_tolerance_of_the_best(numbers: list[float], tolerance: float) -> None:
+    """With two candidates whose times are linear in the size, the rules give every size from 0 to
+    the largest a choice within the tolerance of the faster, bisected or not."""
+    cost = {"a": (numbers[0], numbers[1] / 100), "b": (numbers[2], numbers[3] / 100)}
+    rules = Tuner(Lines(cost), "bcast", 4, space=Space(("a", "b")), tolerance=tolerance).rules(GRID)
+    time = {name: (lambda s, c=c: c[0] + c[1] * s) for name, c in cost.items()}
+    for size in range(GRID[-1] + 1):
+        rule = next(r for r in rules if r.size_min <= size and (r.size_max is None or size <= r.size_max))
+        assert time[rule.algorithm](size) <= (1 + tolerance) * min(t(size) for t in time.values()) * (1 + 1e-12)
+
+
+@dataclass
+class BySizeTable:
+    """A pricer from prices by (name, x, size); records its calls."""
+
+    prices: dict[tuple[str, int, int], float]
+    calls: list[tuple[str, int, int]] = field(default_factory=list)
+
+    def price(self, collective: str, algorithm: str, procs: int, size: int,
+              params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+        key = (algorithm, int(params.get("x", 0)), size)
+        self.calls.append(key)
+        if key not in self.prices:
+            raise Unavailable(f"{key} has no price")
+        return self.prices[key], dict(params)
+
+
+def test_a_candidate_timed_near_the_best_is_timed_again_unless_predicted_far_behind() -> None:
+    """At 8 bytes a(1) and b(1) are predicted 2x the best (beyond 1.5, within 2.25) and c(1) 3x.
+    At 4 bytes a(1) and c(1) were timed within the margin of the best time, b(1) was not: of the
+    three, only a(1) is timed at 8 (c(1) is too far behind, b(1) measured far behind)."""
+    predicted = {**{(n, 1, 4): 1.0 for n in (NATIVE, "a", "b", "c")}, (NATIVE, 0, 4): 1.0, (NATIVE, 0, 8): 1.0,
+                 ("a", 1, 8): 2.0, ("b", 1, 8): 2.0, ("c", 1, 8): 3.0}
+    measured = {(NATIVE, 0, 4): 1.0, ("a", 1, 4): 1.2, ("b", 1, 4): 1.6, ("c", 1, 4): 1.0,
+                **{(n, x, 8): 1.0 for n, x in ((NATIVE, 0), ("a", 1), ("b", 1), ("c", 1))}}
+    timer = BySizeTable(measured)
+    hybrid = HybridPricer(BySizeTable(predicted), timer, Space(("a", "b", "c")), margin=0.5)
+    for size in (4, 8):
+        for name, x in ((NATIVE, 0), ("a", 1), ("b", 1), ("c", 1)):
+            try:
+                hybrid.price("bcast", name, 4, size, {} if name == NATIVE else {"x": x})
+            except Unavailable:
+                pass
+    assert sorted(c for c in timer.calls if c[2] == 8) == [("a", 1, 8), (NATIVE, 0, 8)]
+    # without native timed at 4 bytes there is no previous sample: nothing is timed on its record
+    hybrid = HybridPricer(BySizeTable(predicted), BySizeTable(measured), Space(("a", "b", "c")), margin=0.5)
+    hybrid.price("bcast", "a", 4, 4, {"x": 1})
+    assert not hybrid.near_before("bcast", "a", 4, 8, {"x": 1})

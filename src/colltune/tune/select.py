@@ -243,10 +243,25 @@ class Tuner:
         ta, tb = self.time(a, size), self.time(b, size)
         return ta < tb or (ta == tb and (a[0] == NATIVE or b[0] != NATIVE))
 
+    def _interchangeable(self, a: Choice, b: Choice, lo: int, hi: int) -> bool:
+        """With a tolerance (timed prices): True if ``b`` (the winner at ``hi``) is within the
+        tolerance of ``a`` (the winner at ``lo``) at ``lo``, and ``a`` within it of ``b`` at
+        ``hi``.  Where times are linear in the size between the two, each is then within the
+        tolerance of the other everywhere between, so wherever the boundary falls costs no more
+        than the tolerance, and bisecting it would time noise: the boundary stays at ``hi``.
+        Without a tolerance: always False."""
+        if not self.tolerance:
+            return False
+        slack = 1 + self.tolerance
+        return self.time(b, lo) <= self.time(a, lo) * slack and self.time(a, hi) <= self.time(b, hi) * slack
+
     def _refine(self, lo: int, hi: int, depth: int = 0) -> None:
-        """Find the exact boundaries between ``lo`` and ``hi`` (both sampled)."""
+        """Find the exact boundaries between ``lo`` and ``hi`` (both sampled), unless the two
+        winners are interchangeable there (:meth:`_interchangeable`)."""
         a, b = self.winner(lo), self.winner(hi)
         if a == b or hi - lo <= max(1, int(self.resolution * lo)) or depth > 8:
+            return
+        if self._interchangeable(a, b, lo, hi):
             return
         left, right = lo, hi
         while right - left > max(1, int(self.resolution * left)):
