@@ -179,10 +179,12 @@ class Lines:
 
     cost: dict[str, tuple[float, float]]
     asked: list[int] = field(default_factory=list)
+    calls: list[tuple[str, int]] = field(default_factory=list)
 
     def price(self, collective: str, algorithm: str, procs: int, size: int,
               params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
         self.asked.append(size)
+        self.calls.append((algorithm, size))
         if algorithm == NATIVE:
             return 1e9, {}
         c0, c1 = self.cost[algorithm]
@@ -256,3 +258,33 @@ def test_a_candidate_timed_near_the_best_is_timed_again_unless_predicted_far_beh
     hybrid = HybridPricer(BySizeTable(predicted), BySizeTable(measured), Space(("a", "b", "c")), margin=0.5)
     hybrid.price("bcast", "a", 4, 4, {"x": 1})
     assert not hybrid.near_before("bcast", "a", 4, 8, {"x": 1})
+
+
+def test_a_timed_bisection_times_only_the_two_choices_of_its_crossover() -> None:
+    """Timed (a tolerance): between the grid's sizes only a and b are timed, not c nor native, and
+    the boundary is still found to the byte; predicted (no tolerance): every candidate is priced
+    on both sides of the crossover again."""
+    cost = {**CLOSE, "c": (5.0, 0.0)}
+    pricer = Lines(cost)
+    rules = Tuner(pricer, "bcast", 4, space=Space(("a", "b", "c")), tolerance=0.01).rules(GRID)
+    assert [(r.algorithm, r.size_min) for r in rules] == [("a", 0), ("b", 67)]
+    assert {name for name, size in pricer.calls if size not in GRID} == {"a", "b"}
+    pricer = Lines(cost)
+    rules = Tuner(pricer, "bcast", 4, space=Space(("a", "b", "c")), tolerance=0.0).rules(GRID)
+    assert [(r.algorithm, r.size_min) for r in rules] == [("a", 0), ("b", 67)]
+    assert {name for name, size in pricer.calls if size not in GRID} == {"a", "b", "c", NATIVE}
+
+
+def test_a_cheap_candidate_is_timed_within_the_square_of_the_margin() -> None:
+    """Predicted 1 ms against a best of 0.5 ms (2x: beyond 1.5, within 2.25), a(1) is cheap and
+    timed; b(1), 3x, is not; at 100x the times (50 ms calls), a(1) is not cheap and not timed."""
+    for scale, timed in ((1e-3, [("a", 1)]), (1e-1, [])):
+        predicted = {(NATIVE, 0): 0.5 * scale, ("a", 1): 1.0 * scale, ("b", 1): 1.5 * scale, ("c", 1): 0.5 * scale}
+        timer = Table({k: 1.0 for k in predicted})
+        hybrid = HybridPricer(Table(predicted), timer, Space(), margin=0.5)
+        for name in ("a", "b"):
+            try:
+                hybrid.price("bcast", name, 4, 64, {"x": 1})
+            except Unavailable:
+                pass
+        assert [c[:2] for c in timer.calls] == timed

@@ -14,8 +14,10 @@ the previous sampled size (the largest smaller size at which ``native`` was time
 margin of the best time there is timed again if its prediction is within ``(1 + margin)**2`` of the
 best prediction (on the 8-host testbed under Open MPI, the prediction pruned the scatter-allgather
 broadcast at 4 KiB, 1.5-1.8 times the best predicted, though it had been timed 8 % from the best
-at 2 KiB, and the C client found it twice as fast as the choice at 4 KiB).  Nothing predicted
-beyond ``(1 + margin)**2`` times the best is ever timed.
+at 2 KiB, and the C client found it twice as fast as the choice at 4 KiB).  So is a candidate
+predicted within that square whose calls are cheap to time (:data:`CHEAP_CALL`): there the model's
+misses cost more than timing them.  Nothing predicted beyond ``(1 + margin)**2`` times the best
+is ever timed.
 
 The margin is the guard against the model's error: a candidate is pruned only if it would have to
 be mispredicted by more than the margin, relative to the best one, to win.  Its default,
@@ -39,6 +41,12 @@ from colltune.tune.table import NATIVE
 #: Candidates predicted within this fraction above the best prediction are timed (see the module
 #: docstring for where 0.5 comes from).
 HYBRID_MARGIN = 0.5
+#: Seconds: a candidate predicted to take at most this long per call is cheap to time (a timing is
+#: about a dozen calls, well under the per-timing cost of barriers and, under Open MPI, a
+#: communicator), so it is timed within the square of the margin.  On the 100 Mbit/s testbed it is
+#: a broadcast of about 16 KiB, the sizes where the simulation put Open MPI's scatter-allgather
+#: broadcast 1.5-1.8 times behind the best and the C client found it twice as fast.
+CHEAP_CALL = 0.005
 
 
 @dataclass
@@ -63,6 +71,8 @@ class HybridPricer:
     #: ``always(collective, algorithm, params)``: candidates timed whatever their prediction (the
     #: library's own default parameter values, :meth:`colltune.tune.targets.LibrarySpace.library_default`).
     always: Callable[[str, str, dict[str, Any]], bool] | None = None
+    #: Seconds per call below which a candidate is timed within the square of the margin (:data:`CHEAP_CALL`).
+    cheap: float = CHEAP_CALL
     timed: int = 0
     pruned: int = 0
     unforceable: int = 0
@@ -92,8 +102,8 @@ class HybridPricer:
 
     def contender(self, collective: str, algorithm: str, procs: int, size: int, params: dict[str, Any]) -> bool:
         """True if ``algorithm`` with ``params`` is predicted within the margin of the best at
-        ``(procs, size)``, or within its square and timed near the best just before
-        (:meth:`near_before`); ``native`` and the ``always`` ones always are, and a candidate that
+        ``(procs, size)``, or within its square and either cheap to time (:attr:`cheap`) or timed
+        near the best just before (:meth:`near_before`); ``native`` and the ``always`` ones always are, and a candidate that
         cannot be predicted is not."""
         if algorithm == NATIVE or (self.always is not None and self.always(collective, algorithm, params)):
             return True
@@ -104,8 +114,8 @@ class HybridPricer:
         best = self.best_predicted(collective, procs, size)
         if predicted <= (1 + self.margin) * best:
             return True
-        return predicted <= (1 + self.margin) ** 2 * best and self.near_before(collective, algorithm, procs, size,
-                                                                                params)
+        return predicted <= (1 + self.margin) ** 2 * best and (
+            predicted <= self.cheap or self.near_before(collective, algorithm, procs, size, params))
 
     def near_before(self, collective: str, algorithm: str, procs: int, size: int, params: dict[str, Any]) -> bool:
         """True if ``algorithm`` with ``params`` was timed at the previous sampled size (the largest

@@ -167,6 +167,9 @@ class Tuner:
     #: is kept unless another choice is faster by more than this twice (:meth:`_confirmed`).
     tolerance: float = 0.0
     samples: dict[int, Sample] = field(default_factory=dict)
+    #: With a tolerance: the choice on each side of a bisected crossover, where the two were timed
+    #: but no other candidate was (:meth:`_refine`).
+    _sides: dict[int, Choice] = field(default_factory=dict)
     _prices: dict[tuple[Choice, int], float] = field(default_factory=dict)
     _checks: dict[tuple[Choice, int], bool] = field(default_factory=dict)
 
@@ -211,6 +214,8 @@ class Tuner:
 
     def winner(self, size: int) -> Choice:
         """The fastest choice at ``size``; ``native`` where it is fastest or cannot be priced."""
+        if size in self._sides:
+            return self._sides[size]
         s = self.sample(size)
         if not s.candidates or all(c.algorithm != NATIVE for c in s.candidates):
             return choice(NATIVE, {})
@@ -257,7 +262,10 @@ class Tuner:
 
     def _refine(self, lo: int, hi: int, depth: int = 0) -> None:
         """Find the exact boundaries between ``lo`` and ``hi`` (both sampled), unless the two
-        winners are interchangeable there (:meth:`_interchangeable`)."""
+        winners are interchangeable there (:meth:`_interchangeable`).  Predicted prices then sample
+        every candidate on both sides of the crossover, in case a third one wins there; timed ones
+        (with a tolerance) keep the two choices, since timing every contender twice more per
+        crossover costs as much as the grid itself and its noise makes crossovers of its own."""
         a, b = self.winner(lo), self.winner(hi)
         if a == b or hi - lo <= max(1, int(self.resolution * lo)) or depth > 8:
             return
@@ -270,6 +278,12 @@ class Tuner:
                 left = mid
             else:
                 right = mid
+        if self.tolerance:
+            if left != lo:
+                self._sides[left] = a
+            if right != hi:
+                self._sides[right] = b
+            return
         if left != lo:
             self.sample(left)
             self._refine(lo, left, depth + 1)
@@ -283,7 +297,7 @@ class Tuner:
             self.sample(s)
         for lo, hi in itertools.pairwise(sizes):
             self._refine(lo, hi)
-        points = sorted(self.samples)
+        points = sorted({*self.samples, *self._sides})
         rules: list[Rule] = []
         prev: Choice | None = None
         for i, s in enumerate(points):
