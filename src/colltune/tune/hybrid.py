@@ -155,5 +155,6 @@ class HybridPricer:
     def summary(self) -> str:
         """The counts, for the table's provenance."""
         return (f"hybrid: {self.timed} timings; {self.pruned} candidates not timed (predicted beyond "
-                f"{1 + self.margin:g} x the best), {self.unforceable} that cannot be forced in the job")
+                f"{1 + self.margin:g} x the best, and beyond {(1 + self.margin) ** 2:g} x or neither cheap nor timed "
+                f"near the best before), {self.unforceable} that cannot be forced in the job")
 
