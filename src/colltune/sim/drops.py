@@ -10,9 +10,9 @@ port is what the senders *offer*, as paper 000's x senders each push a packet ev
 regardless of the root: a sender pushes each flow's bytes at its host's up bandwidth, split
 evenly among its flows in progress when the flow starts, and capped by the narrowest link the
 flow crosses before the port; a flow starts when the engine starts moving it (behind the one
-before it in its (sender, receiver) stream, or its sender's queue).  At a port of bandwidth D and buffer B, the offered rates of the
-flows through it are summed over time; an *episode* is a maximal interval in which that sum
-exceeds D.  Over an episode offering k bytes at the mean rate A = k / duration, the buffer is
+before it in its (sender, receiver) stream, or its sender's queue).  At a port of bandwidth D
+and buffer B, the offered rates of the flows through it are summed over time; an *episode* is a
+maximal interval in which that sum exceeds D.  Over an episode offering k bytes at the mean rate A = k / duration, the buffer is
 full after tau = B / (A - D) (eq. 3) and the transfer ratio is min(1, D/A + B/k) (eq. 4,
 :func:`colltune.models.cluster.transfer_ratio`).  Below 1, every flow still offering bytes after
 tau loses the fraction 1 - D/A of them: it is charged the topology's retransmission timeout

@@ -5,9 +5,9 @@ measures only what the prediction leaves in the race: at each size the tuner ask
 candidate (each parameter value, and ``native``) is predicted first; a candidate predicted more
 than ``1 + margin`` times the best prediction is not timed and cannot be chosen there (but see
 below), the others and ``native`` (the library's own decision, the baseline a table must beat)
-are timed.  The
-tuner's bisection of crossovers (:class:`colltune.tune.select.Tuner`) asks for the two choices on
-both sides only, so it too times them only where both are predicted within the margin.
+are timed.  The tuner's bisection of crossovers (:class:`colltune.tune.select.Tuner`) asks for the
+two choices on both sides only, so it too times them only where both are predicted within the
+margin.
 
 A measurement outranks a prediction where the two disagree near a crossover: a candidate timed at
 the previous sampled size (the largest smaller size at which ``native`` was timed) within the
@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from colltune.models import Unavailable
-from colltune.tune.select import Pricer, Space
+from colltune.tune.select import Choice, Pricer, Space, choice
 from colltune.tune.table import NATIVE
 
 #: Candidates predicted within this fraction above the best prediction are timed (see the module
@@ -78,7 +78,7 @@ class HybridPricer:
     unforceable: int = 0
     _best: dict[tuple[str, int, int], float] = field(default_factory=dict)
     #: Every timing so far, by (collective, procs, size), then by (algorithm, sorted params): seconds.
-    _measured: dict[tuple[str, int, int], dict[tuple[str, tuple], float]] = field(default_factory=dict)
+    _measured: dict[tuple[str, int, int], dict[Choice, float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.margin >= 0:
@@ -103,8 +103,8 @@ class HybridPricer:
     def contender(self, collective: str, algorithm: str, procs: int, size: int, params: dict[str, Any]) -> bool:
         """True if ``algorithm`` with ``params`` is predicted within the margin of the best at
         ``(procs, size)``, or within its square and either cheap to time (:attr:`cheap`) or timed
-        near the best just before (:meth:`near_before`); ``native`` and the ``always`` ones always are, and a candidate that
-        cannot be predicted is not."""
+        near the best just before (:meth:`near_before`); ``native`` and the ``always`` ones always
+        are, and a candidate that cannot be predicted is not."""
         if algorithm == NATIVE or (self.always is not None and self.always(collective, algorithm, params)):
             return True
         try:
@@ -120,13 +120,13 @@ class HybridPricer:
     def near_before(self, collective: str, algorithm: str, procs: int, size: int, params: dict[str, Any]) -> bool:
         """True if ``algorithm`` with ``params`` was timed at the previous sampled size (the largest
         below ``size`` at which ``native`` was timed) within the margin of the best time there."""
-        native = (NATIVE, ())
+        native = choice(NATIVE, {})
         before = [s for (c, p, s), times in self._measured.items()
                   if c == collective and p == procs and s < size and native in times]
         if not before:
             return False
         times = self._measured[(collective, procs, max(before))]
-        mine = times.get((algorithm, tuple(sorted(params.items()))))
+        mine = times.get(choice(algorithm, params))
         return mine is not None and mine <= (1 + self.margin) * min(times.values())
 
     def price(self, collective: str, algorithm: str, procs: int, size: int,
@@ -144,8 +144,7 @@ class HybridPricer:
             self.unforceable += 1
             raise
         self.timed += 1
-        key = (algorithm, () if algorithm == NATIVE else tuple(sorted(params.items())))
-        self._measured.setdefault((collective, procs, size), {})[key] = t
+        self._measured.setdefault((collective, procs, size), {})[choice(algorithm, params)] = t
         if self.progress is not None:
             label = algorithm + (f"({', '.join(f'{k}={v}' for k, v in sorted(params.items()))})" if params else "")
             self.progress(f"{collective} {size} B: {label} {t * 1e3:.3f} ms "
