@@ -302,3 +302,25 @@ def test_library_defaults_name_the_librarys_own_parameter_values() -> None:
     assert ompi.library_default("bcast", "binomial", {"segsize": 0})
     assert {"chunk_size": 8192} in [{"chunk_size": v["chunk_size"]} for v in
                                     mpich.combos("bcast", "pipelined_tree", 8, 16384)]
+
+
+@pytest.mark.parametrize("algorithm", ["flat_tree", "binary_tree", "knomial_tree", "flat_tree_segmented",
+                                       "binomial_tree_segmented", "chain_segmented"])
+def test_mpich_trees_are_exported_as_colltune_runs_them(algorithm: str) -> None:
+    """colltune's tree broadcasts start every send of a rank at once (a send waits only for the
+    data it forwards) and post all receives first, so MPICH's tree containers must be told to do
+    the same (is_non_blocking 1, recv_pre_posted 1): with 0 MPICH sends to one child after another."""
+    from colltune.schedule import Kind
+    from colltune.tune.libraries import MPICH
+
+    procs = 6
+    sched = REGISTRY.get("bcast", algorithm).schedule(procs, 0, 64 << 10)
+    root_sends = [i for i in sched.ops_of(0) if sched.kind[i] == Kind.SEND]
+    assert len(root_sends) > 1 and all(len(sched.requires(i)) == 0 for i in root_sends)
+    container = MPICH[("bcast", algorithm)]
+    assert container.exact and container.params["is_non_blocking"] == 1
+    if container.name == "pipelined_tree":
+        assert container.params["recv_pre_posted"] == 1
+    from colltune.tune.targets import MPICH_ALGORITHMS
+    for name in ("tree", "pipelined_tree"):
+        assert MPICH_ALGORITHMS[("bcast", name)].fixed["is_non_blocking"] == 1

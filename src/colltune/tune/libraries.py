@@ -109,9 +109,14 @@ OPENMPI: dict[tuple[str, str], OpenMPIAlgorithm] = {
 }
 
 _M = MPICHAlgorithm
-_KARY = {"tree_type": "kary", "is_non_blocking": 0, "topo_overhead": 0, "topo_diff_groups": 0,
+# is_non_blocking 1 (MPICH's default, MPIR_CVAR_BCAST_IS_NON_BLOCKING): the tree broadcasts post an
+# MPI_Isend to every child and wait for them all, as colltune's tree schedules do; with 0 they send to
+# one child after the other, blocking (bcast_intra_tree.c), which no colltune schedule does.
+# recv_pre_posted 1: the pipelined tree posts the receives of all chunks at once, as the segmented
+# schedules do (with 0 it keeps three posted; bcast_intra_pipelined_tree.c).
+_KARY = {"tree_type": "kary", "is_non_blocking": 1, "topo_overhead": 0, "topo_diff_groups": 0,
          "topo_diff_switches": 0, "topo_same_switches": 0}
-_PIPE = {"tree_type": "kary", "is_non_blocking": 0, "recv_pre_posted": 0}
+_PIPE = {"tree_type": "kary", "is_non_blocking": 1, "recv_pre_posted": 1}
 _ONLY_BINOMIAL = "MPICH has only a binomial {} in its selection tree"
 MPICH: dict[tuple[str, str], MPICHAlgorithm] = {
     ("bcast", "flat_tree"): _M("tree", params={**_KARY}, k_from="procs"),

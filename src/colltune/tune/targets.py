@@ -140,7 +140,8 @@ def _allreduce_ring(procs: int, size: int, p: Params) -> tuple[str, Params]:
     return "ring", {"segment_size": max(1, size)}  # MPICH's ring sends each block whole
 
 
-_TREE_KEYS = {"is_non_blocking": 0, "topo_overhead": 0, "topo_diff_groups": 0, "topo_diff_switches": 0,
+# Non-blocking sends, pre-posted receives: what colltune's schedules do (see colltune.tune.libraries).
+_TREE_KEYS = {"is_non_blocking": 1, "topo_overhead": 0, "topo_diff_groups": 0, "topo_diff_switches": 0,
               "topo_same_switches": 0}
 _L = LibraryAlgorithm
 
@@ -150,12 +151,12 @@ MPICH_ALGORITHMS: dict[tuple[str, str], LibraryAlgorithm] = {(a.collective, a.na
     _L("bcast", "scatter_recursive_doubling_allgather", "binomial scatter, then recursive-doubling allgather "
        "(power-of-two P)", _pow2_only("scatter_recursive_doubling_allgather"), pow2_only=True),
     _L("bcast", "scatter_ring_allgather", "binomial scatter, then ring allgather", _same("scatter_ring_allgather")),
-    _L("bcast", "tree", "the whole message down a k-ary or k-nomial tree (blocking sends)", _bcast_tree,
+    _L("bcast", "tree", "the whole message down a k-ary or k-nomial tree (an Isend to each child, then wait for all)", _bcast_tree,
        _tree_variants, ("tree_type", "k"), _TREE_KEYS,
        tried="tree_type kary with k = 1, 2, 4, P - 1; knomial_1 with k = 2, 4, 8"),
     _L("bcast", "pipelined_tree", "chunks down a chain (k-ary, k = 1), a flat tree (k-ary, k = P - 1) or a "
        "binomial tree (k-nomial, k = 2)", _bcast_pipelined, _pipelined_variants, ("tree_type", "k", "chunk_size"),
-       {"is_non_blocking": 0, "recv_pre_posted": 0},
+       {"is_non_blocking": 1, "recv_pre_posted": 1},
        tried="those three shapes, chunk_size powers of two from m/64 up to m",
        library_defaults={"chunk_size": 8192}),  # MPIR_CVAR_BCAST_TREE_PIPELINE_CHUNK_SIZE
     _L("scatter", "binomial", "binomial tree", _same("binomial_tree")),
