@@ -115,6 +115,16 @@ def test_without_the_compiled_executor_the_python_one_runs(env: dict[str, str]) 
     assert ("warned once" in res.stdout) == (not env)
 
 
+@pytest.mark.parametrize("nbytes", (0, 1, 4095, (2 << 20) - 1, 2 << 20, 3 * (2 << 20) + 5))
+def test_large_scratch_buffers_start_on_a_huge_page(nbytes: int) -> None:
+    from colltune.runtime.compiled import HUGE_PAGE, address, scratch_buffer
+
+    scratch = scratch_buffer(nbytes)
+    assert scratch.nbytes == nbytes and not scratch.any()
+    if nbytes >= HUGE_PAGE:
+        assert address(scratch) % HUGE_PAGE == 0
+
+
 # -- the same checks under Open MPI (the compiled executor finds Open MPI's ABI at run time) ---------
 
 @pytest.mark.parametrize("script", ["bcast_check.py", "colls_check.py", "cache_check.py"])

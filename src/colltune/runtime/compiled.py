@@ -100,3 +100,23 @@ def program(schedule: Schedule, rank: int) -> Any:
 def address(view: np.ndarray) -> int:
     """The address of a numpy array's first byte."""
     return int(view.__array_interface__["data"][0])
+
+
+#: Bytes of a transparent huge page (x86-64 and AArch64 Linux with 4 KiB base pages).
+HUGE_PAGE = 2 << 20
+
+
+def scratch_buffer(nbytes: int) -> np.ndarray:
+    """A zeroed scratch buffer of ``nbytes`` bytes for a compiled runner.
+
+    From :data:`HUGE_PAGE` bytes on, it starts on a huge-page boundary.  numpy asks the kernel for
+    transparent huge pages on large arrays, and only the 2 MiB-aligned part of an allocation can
+    have them, so an unaligned scratch buffer is backed by more or fewer huge pages from one
+    allocation to the next, and a one-shot call ran up to 1.35x slower than a plan of the same
+    algorithm by that chance (``benchmarks/runtime_speed.py``: binomial scatter at P = 4 and 4 MiB
+    blocks).  Aligned, every runner gets the same backing."""
+    if nbytes < HUGE_PAGE:
+        return np.zeros(nbytes, dtype=np.uint8)
+    raw = np.zeros(nbytes + HUGE_PAGE, dtype=np.uint8)
+    skip = -address(raw) % HUGE_PAGE
+    return raw[skip:skip + nbytes]

@@ -113,7 +113,7 @@ def make_runner(r: Recipe, state: Any, bound: Bound, shared: bool) -> tuple[Any,
     if r.compiled:
         if shared:
             return state.cache.bind(r.program, send, recv, state.scratch_for(r.program.scratch_bytes)), None
-        scratch = np.zeros(r.program.scratch_bytes, dtype=np.uint8)
+        scratch = compiled.scratch_buffer(r.program.scratch_bytes)
         return engine.bind(r.program, state.dup.handle, send, recv, compiled.address(scratch)), scratch
     executor = ScheduleExecutor(r.schedule, state.dup, {Buf.SEND: bound.send, Buf.RECV: bound.recv})
     return PythonRunner(executor.run, executor.free), None

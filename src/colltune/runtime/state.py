@@ -167,7 +167,7 @@ class CommState:
         if nbytes > len(self.scratch):
             if self.cache is not None:
                 self.cache.clear()
-            self.scratch = np.zeros(nbytes, dtype=np.uint8)
+            self.scratch = compiled.scratch_buffer(nbytes)
         return compiled.address(self.scratch)
 
     # -- the periodic check of table files --------------------------------------------------------
