@@ -2,7 +2,7 @@
 on the emulated cluster (needs root).
 
 Run: ``python benchmarks/pmpi_testbed.py [--hosts 8] [--link 100Mbit] [--sizes 65536,524288]
-[--rounds 31] [--json FILE]``.
+[--rounds 11] [--repeat 3] [--json FILE]``.
 
 Brings up a testbed (``colltune testbed up``: one switch, ``--hosts`` hosts, ``--link`` links),
 and for the two algorithms that exist in no MPI library, paper 002's symmetric broadcast
@@ -15,7 +15,11 @@ each size, one rank per host:
   the same rounds, MPICH's own default (reported for context);
 * ``plan``: ``colltune.plan(...).run()`` of the same algorithm from Python (mpi4py), timed the
   same way (loops of at least ``--min-calls`` back-to-back calls, the slowest rank's time per call,
-  the median over ``--rounds`` rounds).
+  ``--rounds`` rounds per job).
+
+The two jobs run ``--repeat`` times each, alternating (C first, then the plans first, ...), so that
+a slow spell of the network (TCP's state carries over from job to job) falls on both; each figure
+is the median over every round of its jobs.
 
 It prints, per algorithm and size, the three medians, ``c / plan`` against the target (within 5
 %) and the means (where TCP's retransmission timeouts, which strike some calls at random under
@@ -80,7 +84,8 @@ def main() -> None:
     parser.add_argument("--hosts", type=int, default=8)
     parser.add_argument("--link", default="100Mbit")
     parser.add_argument("--sizes", default="65536,524288", help="block sizes in bytes (multiples of 8)")
-    parser.add_argument("--rounds", type=int, default=31)
+    parser.add_argument("--rounds", type=int, default=11, help="rounds per job")
+    parser.add_argument("--repeat", type=int, default=3, help="pairs of jobs (C program, plans), alternating")
     parser.add_argument("--min-calls", type=int, default=5)
     parser.add_argument("--json", help="write every round here")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -105,23 +110,31 @@ def main() -> None:
         subprocess.run([*colltune_cmd, "testbed", "up", "--hosts", str(args.hosts), "--link", args.link], check=True)
         try:
             env = dict(os.environ, LD_PRELOAD=str(library_path()), COLLTUNE_TABLE=str(table))
-            print(f"C program under the library, {args.hosts} hosts ...", flush=True)
-            out = subprocess.run([*colltune_cmd, "testbed", "run", "--", str(exe), str(args.rounds), args.sizes, colls,
-                                  str(args.min_calls)], env=env, check=True, capture_output=True, text=True,
-                                 timeout=3600).stdout
-            for line in out.splitlines():
-                coll, size, _, wrapped, library = line.split()
-                cell = times.setdefault((coll, int(size)), {"c": [], "mpich": [], "plan": []})
-                cell["c"].append(float(wrapped))
-                cell["mpich"].append(float(library))
-            print("mpi4py plans ...", flush=True)
-            out = subprocess.run([*colltune_cmd, "testbed", "run", "--", sys.executable, __file__, "--worker",
-                                  "--sizes", args.sizes, "--rounds", str(args.rounds), "--min-calls",
-                                  str(args.min_calls)], check=True, capture_output=True, text=True,
-                                 timeout=3600).stdout
-            for line in out.splitlines():
-                coll, size, _, t = line.split()
-                times[(coll, int(size))]["plan"].append(float(t))
+
+            def c_job() -> None:
+                print(f"C program under the library, {args.hosts} hosts ...", flush=True)
+                out = subprocess.run([*colltune_cmd, "testbed", "run", "--", str(exe), str(args.rounds), args.sizes,
+                                      colls, str(args.min_calls)], env=env, check=True, capture_output=True, text=True,
+                                     timeout=3600).stdout
+                for line in out.splitlines():
+                    coll, size, _, wrapped, library = line.split()
+                    cell = times.setdefault((coll, int(size)), {"c": [], "mpich": [], "plan": []})
+                    cell["c"].append(float(wrapped))
+                    cell["mpich"].append(float(library))
+
+            def plan_job() -> None:
+                print("mpi4py plans ...", flush=True)
+                out = subprocess.run([*colltune_cmd, "testbed", "run", "--", sys.executable, __file__, "--worker",
+                                      "--sizes", args.sizes, "--rounds", str(args.rounds), "--min-calls",
+                                      str(args.min_calls)], check=True, capture_output=True, text=True,
+                                     timeout=3600).stdout
+                for line in out.splitlines():
+                    coll, size, _, t = line.split()
+                    times.setdefault((coll, int(size)), {"c": [], "mpich": [], "plan": []})["plan"].append(float(t))
+
+            for k in range(args.repeat):  # the two jobs alternate, the first of them too
+                for job in (c_job, plan_job) if k % 2 == 0 else (plan_job, c_job):
+                    job()
         finally:
             subprocess.run([*colltune_cmd, "testbed", "down"], check=False)
     rows = []
