@@ -15,7 +15,9 @@ each size, one rank per host:
   the same rounds, MPICH's own default (reported for context);
 * ``plan``: ``colltune.plan(...).run()`` of the same algorithm from Python (mpi4py), timed the
   same way (loops of at least ``--min-calls`` back-to-back calls, the slowest rank's time per call,
-  ``--rounds`` rounds per job).
+  ``--rounds`` rounds per job), each round also with a loop of mpi4py's ``comm.Bcast`` or
+  ``comm.Gather`` (MPICH's default) in the C program's order: on TCP a loop inherits the
+  congestion the loop before it left, so both jobs must run the same sequence.
 
 The two jobs run ``--repeat`` times each, alternating (C first, then the plans first, ...), so that
 a slow spell of the network (TCP's state carries over from job to job) falls on both; each figure
@@ -37,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -46,7 +49,13 @@ TARGET = 0.05
 
 
 def worker(sizes: list[int], rounds: int, min_calls: int) -> None:
-    """Under mpiexec: time the plans; rank 0 prints ``COLL SIZE ROUND seconds`` per round."""
+    """Under mpiexec: time the plans as the C program times its calls; rank 0 prints
+    ``COLL SIZE ROUND PLAN_SECONDS MPICH_SECONDS`` per round.
+
+    Each round times a loop of the plan and one of mpi4py's ``comm.Bcast``/``comm.Gather`` (MPICH's
+    default) in the C program's alternating order, after the same warm-up and calibration, so that
+    each loop runs after what it runs after in the C job (on TCP, a loop inherits the congestion
+    state the one before it left)."""
     import numpy as np
     from mpi4py import MPI
 
@@ -56,26 +65,35 @@ def worker(sizes: list[int], rounds: int, min_calls: int) -> None:
     procs, me = comm.Get_size(), comm.Get_rank()
     for coll, alg in CASES:
         for size in sizes:
+            send = np.zeros(size, np.uint8)
             if coll == "bcast":
-                plan = colltune.plan("bcast", np.zeros(size, np.uint8), root=0, algorithm=alg)
+                plan = colltune.plan("bcast", send, root=0, algorithm=alg)
+                native = partial(comm.Bcast, send, root=0)
             else:
-                plan = colltune.plan("gather", np.zeros(size, np.uint8), np.zeros(size * procs, np.uint8), root=0,
-                                     algorithm=alg)
+                recv = np.zeros(size * procs, np.uint8)
+                plan = colltune.plan("gather", send, recv, root=0, algorithm=alg)
+                native = partial(comm.Gather, send, recv, root=0)
 
-            def loop(n: int, run=plan.run) -> float:
+            def loop(n: int, run) -> float:
                 comm.Barrier()
                 t = time.perf_counter()
                 for _ in range(n):
                     run()
                 return comm.allreduce((time.perf_counter() - t) / n, op=MPI.MAX)
 
-            loop(min_calls)
-            n = max(min_calls, int(5e-3 / max(loop(min_calls), 1e-8)))
+            loop(min_calls, native)
+            loop(min_calls, plan.run)
+            n = max(min_calls, int(5e-3 / max(loop(min_calls, native), 1e-8)))
             n = comm.allreduce(n, op=MPI.MAX)
             for r in range(rounds):
-                t = loop(n)
+                if r % 2:
+                    library = loop(n, native)
+                    t = loop(n, plan.run)
+                else:
+                    t = loop(n, plan.run)
+                    library = loop(n, native)
                 if me == 0:
-                    print(f"{coll} {size} {r} {t:.9e}", flush=True)
+                    print(f"{coll} {size} {r} {t:.9e} {library:.9e}", flush=True)
             plan.free()
 
 
@@ -129,8 +147,10 @@ def main() -> None:
                                       str(args.min_calls)], check=True, capture_output=True, text=True,
                                      timeout=3600).stdout
                 for line in out.splitlines():
-                    coll, size, _, t = line.split()
-                    times.setdefault((coll, int(size)), {"c": [], "mpich": [], "plan": []})["plan"].append(float(t))
+                    coll, size, _, t, library = line.split()
+                    cell = times.setdefault((coll, int(size)), {"c": [], "mpich": [], "plan": []})
+                    cell["plan"].append(float(t))
+                    cell["mpich"].append(float(library))
 
             for k in range(args.repeat):  # the two jobs alternate, the first of them too
                 for job in (c_job, plan_job) if k % 2 == 0 else (plan_job, c_job):
