@@ -15,6 +15,7 @@ from colltune.files import write_atomic
 from colltune.profiles import (
     BUILTINS,
     ProfileError,
+    Provenance,
     builtin,
     load_profile,
     profile_schema,
@@ -33,6 +34,12 @@ def test_builtin_round_trips_through_a_file(name: str, tmp_path: Path) -> None:
     assert read_profile(tmp_path / "p.json") == p
     assert load_profile(f"builtin:{name}") == p
     assert p.provenance.source
+
+
+def test_provenance_drops_the_nul_open_mpi_leaves_in_its_version() -> None:
+    version = "Open MPI v5.0.11, package: Open MPI user@localhost Distribution, ident: 5.0.11\x00"
+    assert Provenance(source="probe", mpi_library=version).mpi_library == version[:-1]
+    assert Provenance(source="probe").mpi_library is None
 
 
 def test_transcriptions() -> None:

@@ -57,6 +57,12 @@ class Provenance(ParamSet):
     procs: int | None = Field(None, ge=1, description="P of the measuring job")
     notes: tuple[str, ...] = Field((), description="derivations and assumptions, one per entry")
 
+    @pydantic.field_validator("mpi_library")
+    @classmethod
+    def _without_nul(cls, value: str | None) -> str | None:
+        """``MPI_Get_library_version``'s text without the NUL that Open MPI 5 leaves at its end."""
+        return None if value is None else value.replace("\0", "").strip()
+
 
 class Spread(ParamSet):
     """Repeated measurements of one quantity at one point, after outlier rejection (see
