@@ -35,8 +35,9 @@ over ``dtype``, in that order when the operation is not commutative.
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Union
+from typing import Union
 
 import numpy as np
 

@@ -9,7 +9,7 @@ send requires exactly the receives that brought its data.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from colltune.algorithms.bcast import allgather_recursive_doubling, allgather_ring, tree_bcast
 from colltune.algorithms.chunks import ChunkTracker

@@ -8,8 +8,8 @@ see :mod:`colltune.algorithms.tags`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from colltune.algorithms.chunks import ChunkTracker, pieces, segments
 from colltune.algorithms.registry import Param, register

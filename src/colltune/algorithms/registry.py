@@ -14,8 +14,9 @@ imports no MPI and does no I/O.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 import pydantic
 

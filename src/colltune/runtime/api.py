@@ -68,7 +68,7 @@ class Plan:
         raise ColltuneError("this plan has been freed (by free(), by leaving its with block, or by freeing "
                             "its communicator)")
 
-    def __enter__(self) -> "Plan":
+    def __enter__(self) -> Plan:
         return self
 
     def __exit__(self, *exc: object) -> None:

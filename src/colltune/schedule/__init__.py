@@ -5,6 +5,15 @@ from colltune.schedule.ir import ANY_SOURCE, ANY_TAG, REDUCTION_DTYPES, REDUCTIO
 from colltune.schedule.verify import VerifyReport, verify
 
 __all__ = [
-    "ANY_SOURCE", "ANY_TAG", "Buf", "Kind", "REDUCTION_DTYPES", "REDUCTION_OPS", "Region", "Schedule", "ScheduleBuilder",
-    "VerifyReport", "verify",
+    "ANY_SOURCE",
+    "ANY_TAG",
+    "REDUCTION_DTYPES",
+    "REDUCTION_OPS",
+    "Buf",
+    "Kind",
+    "Region",
+    "Schedule",
+    "ScheduleBuilder",
+    "VerifyReport",
+    "verify",
 ]

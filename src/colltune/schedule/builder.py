@@ -16,7 +16,8 @@ Two conveniences sit on top:
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -144,7 +145,7 @@ class ScheduleBuilder:
 
     # -- many ops at once -----------------------------------------------------
     def bulk(self, kind: Kind, rank: np.ndarray, requires: np.ndarray | None = None,
-             **fields: np.ndarray | int | float) -> np.ndarray:
+             **fields: np.ndarray | float) -> np.ndarray:
         """Append ``len(rank)`` ops of one ``kind`` from arrays; return their op ids.
 
         ``fields`` are columns of :data:`~colltune.schedule.ir.COLUMNS` (arrays or

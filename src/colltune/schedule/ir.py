@@ -43,9 +43,10 @@ or ``SCRATCH``.  All sizes and offsets are in bytes, delays in seconds.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 

@@ -65,7 +65,7 @@ class _Content:
     """Symbolic content of one buffer: disjoint pieces ``[start, end)`` with a label
     (``-1`` for undefined bytes) that increases by one per byte, and a writer op."""
 
-    __slots__ = ("starts", "ends", "vals", "writers")
+    __slots__ = ("ends", "starts", "vals", "writers")
 
     def __init__(self, size: int):
         self.starts: list[int] = [0] if size else []
@@ -122,7 +122,7 @@ class _Content:
 class _Accesses:
     """Send reads and receive writes of one buffer that may still be in flight."""
 
-    __slots__ = ("starts", "items", "maxlen")
+    __slots__ = ("items", "maxlen", "starts")
 
     def __init__(self) -> None:
         self.starts: list[int] = []
