@@ -140,28 +140,22 @@ def main() -> None:
         try:
             env = dict(os.environ, LD_PRELOAD=str(library_path()), COLLTUNE_TABLE=str(table))
 
-            def c_job() -> None:
-                print(f"C program under the library, {args.hosts} hosts ...", flush=True)
-                out = subprocess.run([*colltune_cmd, "testbed", "run", "--", str(exe), str(args.rounds), args.sizes,
-                                      colls, str(args.min_calls)], env=env, check=True, capture_output=True, text=True,
-                                     timeout=3600).stdout
+            def job(key: str, what: str, command: list[str], job_env: dict[str, str] | None) -> None:
+                """Run ``command`` on the testbed; file its ``COLL SIZE ROUND MINE LIBRARY`` lines."""
+                print(f"{what} ...", flush=True)
+                out = subprocess.run([*colltune_cmd, "testbed", "run", "--", *command], env=job_env, check=True,
+                                     capture_output=True, text=True, timeout=3600).stdout
                 for line in out.splitlines():
-                    coll, size, _, wrapped, library = line.split()
+                    coll, size, _, mine, library = line.split()
                     cell = times.setdefault((coll, int(size)), {"c": [], "mpich": [], "plan": []})
-                    cell["c"].append(float(wrapped))
+                    cell[key].append(float(mine))
                     cell["mpich"].append(float(library))
 
-            def plan_job() -> None:
-                print("mpi4py plans ...", flush=True)
-                out = subprocess.run([*colltune_cmd, "testbed", "run", "--", sys.executable, __file__, "--worker",
-                                      "--sizes", args.sizes, "--rounds", str(args.rounds), "--min-calls",
-                                      str(args.min_calls)], check=True, capture_output=True, text=True,
-                                     timeout=3600).stdout
-                for line in out.splitlines():
-                    coll, size, _, t, library = line.split()
-                    cell = times.setdefault((coll, int(size)), {"c": [], "mpich": [], "plan": []})
-                    cell["plan"].append(float(t))
-                    cell["mpich"].append(float(library))
+            c_job = partial(job, "c", f"C program under the library, {args.hosts} hosts",
+                            [str(exe), str(args.rounds), args.sizes, colls, str(args.min_calls)], env)
+            plan_job = partial(job, "plan", "mpi4py plans",
+                               [sys.executable, __file__, "--worker", "--sizes", args.sizes, "--rounds",
+                                str(args.rounds), "--min-calls", str(args.min_calls)], None)
 
             for k in range(args.repeat):  # the two jobs alternate, the first of them too
                 for job in (c_job, plan_job) if k % 2 == 0 else (plan_job, c_job):
