@@ -42,18 +42,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from library_testbed import colltune  # this directory's: run python -m colltune, exit with its error
+
 HERE = Path(__file__).resolve().parent
 #: The other table's choices: colltune's algorithms, unlike MPICH's defaults at these sizes.
 OTHER = {"bcast": ("binomial_tree", {}), "alltoall": ("pairwise_exchange", {})}
-
-
-def colltune(*args: str, env: dict[str, str] | None = None, timeout: float = 3600) -> str:
-    """Run ``python -m colltune ARGS``; its standard output (exit with its error if it fails)."""
-    res = subprocess.run([sys.executable, "-m", "colltune", *args], env=env, capture_output=True, text=True,
-                         timeout=timeout, check=False)
-    if res.returncode != 0:
-        sys.exit(f"colltune {' '.join(args)} failed:\n{(res.stdout + res.stderr)[-3000:]}")
-    return res.stdout
 
 
 def measured_total(out: str, hosts: int) -> float:
@@ -89,6 +82,7 @@ def main() -> None:
     args = parser.parse_args()
     from colltune.files import write_atomic
     from colltune.pmpi import library_path
+    from colltune.testbed import topology_file
     from colltune.tune import fixed_table, write_table
 
     mpicc = shutil.which("mpicc", path=str(Path(sys.executable).parent))
@@ -102,9 +96,9 @@ def main() -> None:
         write_table(fixed_table(OTHER, "benchmarks/record_testbed.py"), table)
         app = [str(exe), str(args.iterations), str(args.work_us), str(args.halo), str(args.bcast), str(args.alltoall),
                str(args.every)]
-        out = colltune("testbed", "up", "--hosts", str(args.hosts), "--link", args.link)
+        colltune("testbed", "up", "--hosts", str(args.hosts), "--link", args.link)
         topology = d / "topology.json"
-        write_atomic(topology, Path(out.strip().rsplit(" ", 1)[-1]).read_text())
+        write_atomic(topology, topology_file("colltune").read_text())
         runs: dict[str, list[dict[str, object]]] = {"plain": [], "recorded": [], "table": []}
         try:
             profile = args.profile
@@ -143,7 +137,7 @@ def main() -> None:
     table_measured = statistics.median(float(r["measured_s"]) for r in runs["table"])  # type: ignore[arg-type]
     rows = []
     print(f"\n{args.hosts} hosts, {args.link}; {args.iterations} iterations of {args.work_us} us computation "
-          f"({work:.2f} s in all), profile {profile_text.get('default_network') or profile_text.get('default_model')}")
+          f"({work:.2f} s in all), profile's network model {profile_text['default_network']}")
     print(f"{'run':<10} {'measured (s)':>12} {'predicted (s)':>13} {'error':>7} {'outside MPI':>11}")
     for way in ("recorded", "table"):
         for r in runs[way]:
