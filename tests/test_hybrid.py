@@ -144,6 +144,18 @@ def test_a_choice_that_wins_once_but_not_when_timed_again_is_not_taken() -> None
     assert t.winner(64) == ("a", (("x", 1),))
 
 
+def test_two_wins_of_three_timings_take_a_choice() -> None:
+    """One slow confirming pair does not veto a choice that wins the first and the third timing;
+    the third pair is timed only where the second disagrees with the first."""
+    queues = {(NATIVE, 0): [1.0], ("a", 1): [0.5, 0.99, 0.6], ("a", 2): [2.0]}
+    assert tuner(queues, 0.05).winner(64) == ("a", (("x", 1),))
+    queues = {(NATIVE, 0): [1.0], ("a", 1): [0.5, 0.6, 0.99, 0.99], ("a", 2): [2.0]}
+    assert tuner(queues, 0.05).winner(64) == ("a", (("x", 1),))
+    assert queues[("a", 1)] == [0.99, 0.99], "a third pair was timed after two wins"
+    queues = {(NATIVE, 0): [1.0, 0.9, 0.9], ("a", 1): [0.5, 0.99, 0.88], ("a", 2): [2.0]}
+    assert tuner(queues, 0.05).winner(64) == (NATIVE, ())
+
+
 def test_without_a_tolerance_the_fastest_wins_as_before() -> None:
     t = tuner({(NATIVE, 0): [1.0], ("a", 1): [0.99], ("a", 2): [2.0]}, 0.0)
     assert t.winner(64) == ("a", (("x", 1),))

@@ -300,7 +300,7 @@ ONE_RANK_PROFILE = "ethernet-10g-tcp"
 #: Measured crossovers are bisected until the interval is within 1/8 of its lower end: timings
 #: of neighbouring sizes differ by less than their noise below that.
 MEASURE_RESOLUTION = 1 / 8
-#: A timed choice must beat native by more than 5 %, twice, to be taken: the bar issue #19 sets for
+#: A timed choice must beat native by more than 5 %, in two of three timings, to be taken: the bar issue #19 sets for
 #: a choice against the best one, and below the spread of repeated timings on the testbed.
 MEASURE_TOLERANCE = 0.05
 
