@@ -15,8 +15,9 @@ uplinks: two hosts of ``--link`` share one uplink of ``--link``), then:
    ``--reps`` runs each started after a barrier, the slowest rank's time per run, the median;
    every case once per round, over ``--rounds`` rounds, and the median of the rounds;
 3. predicts each case with every predictor the profile supports (each network model of the
-   simulator, each endpoint model again over the testbed's own topology file, each analytic
-   model; :mod:`colltune.report.fidelity`);
+   simulator, each endpoint model again over the testbed's own topology file as the probe kept
+   it in the profile, with the retransmission timeout its incast measured, each analytic model;
+   :mod:`colltune.report.fidelity`);
 
 and writes a results file per shape (``fidelity-SHAPE.json`` in ``--keep``), a figure (predicted
 against measured, log-log, one colour per collective) and prints, per predictor, the cases, the
@@ -130,7 +131,8 @@ def predict_shape(shape: str, args: argparse.Namespace, d: Path, probe_s: float 
     from colltune.sim import read_topology
 
     profile = read_profile(d / f"profile-{tag(shape)}.json")
-    topology = read_topology(d / f"topology-{tag(shape)}.json")
+    # the probe keeps the testbed's file in the profile, with what it measured (the incast's T_RTO)
+    topology = profile.topology or read_topology(d / f"topology-{tag(shape)}.json")
     timed = json.loads((d / f"times-{tag(shape)}.json").read_text())
     cases = [FidelityCase(**c) for c in timed["cases"]]
     print(f"[{shape}] predicting {len(cases)} cases ...", flush=True)

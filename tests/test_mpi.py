@@ -192,10 +192,19 @@ def test_quick_probe_writes_a_consistent_profile(procs: int, topology: str | Non
     assert list(g.x) == list(models.plogp.unidirectional.g.sizes)
     for a, b in zip(g.points, g.points[1:]):
         assert b.median >= a.median - (a.iqr + b.iqr), (a, b)
+    # the controlled incast: its times, which repetitions timed out, and BL and T_RTO from them
+    incast, late = profile.measurements["incast"], profile.measurements["incast_late"]
+    assert list(incast.x) == list(late.x) == list(PLANS["quick"].incast_sizes)
+    assert all(0 <= p.median <= 1 for p in late.points)
+    note = next(n for n in prov.notes if n.startswith(f"incast: {procs - 1} senders"))
+    if not any(p.median > 0 for p in late.points):  # shared memory drops nothing
+        assert "no repetition timed out" in note and models.plogpt.t_rto == 0.2
+        senders, largest = procs - 1, max(incast.x)
+        assert models.cluster.BL == int(senders * largest * (1 - 1 / senders) // models.cluster.mtu)
     # every measurement carries its spread, every fit its residuals
     for name, series in profile.measurements.items():
         assert series.points and all(p.reps > 0 and p.q1 <= p.median <= p.q3 for p in series.points), name
-    for name in ("hockney", "loggp", "plogp", "plogp_bidirectional", "plogpt", "plogpt_bi", "cluster_L"):
+    for name in ("hockney", "loggp", "plogp", "plogp_bidirectional", "plogpt", "plogpt_bi", "cluster_L", "incast"):
         fit = profile.fits[name]
         assert fit.residuals and fit.rms >= 0, name
 

@@ -19,6 +19,7 @@ from colltune.probe import (
     epsilon_s,
     fit_cluster_latency,
     fit_hockney,
+    fit_incast,
     fit_loggp,
     fit_piecewise,
     fit_plogp,
@@ -168,6 +169,43 @@ def test_the_eager_threshold_is_the_last_size_sent_without_its_receiver(last_eag
 
 def test_an_eager_threshold_below_the_smallest_size_is_minus_one():
     assert eager_threshold([0, 1], [2e-3, 2e-3], [2e-3, 2e-3]) == (-1, True)
+
+
+@settings(max_examples=40, deadline=None)
+@given(first_lossy=st.integers(0, 7), rto=st.floats(0.2, 1.0), per_byte=st.floats(1e-8, 1e-6),
+       senders=st.integers(1, 15), seed=st.integers(0, 2 ** 16))
+def test_an_incast_shows_where_timeouts_start_and_what_they_cost(first_lossy, rto, per_byte, senders, seed):
+    """Synthetic incasts with a known lossless line: from ``first_lossy`` on (7: none), five of
+    seven repetitions of each size pay ``rto`` on top, with jitter of up to 2 % of the line."""
+    sizes = [2 ** k * 1024 for k in range(3, 10)]
+    rng = np.random.default_rng(seed)
+    samples = []
+    for i, s in enumerate(sizes):
+        line = 5e-4 + senders * per_byte * s
+        reps = line * (1 + rng.uniform(0, 0.02, 7))
+        if i >= first_lossy:
+            reps[:5] += rto * rng.uniform(1.0, 1.05, 5)
+        samples.append(reps)
+    lost, fit = fit_incast(sizes, samples, senders)
+    assert lost.late == tuple(5 / 7 if i >= first_lossy else 0.0 for i in range(len(sizes)))
+    if first_lossy == len(sizes):
+        assert (lost.lossy, lost.passes, lost.t_rto) == (None, sizes[-1], None)
+    else:
+        assert lost.lossy == sizes[first_lossy]
+        assert lost.passes == (sizes[first_lossy - 1] if first_lossy else None)
+        longest = 5e-4 + senders * per_byte * sizes[-1]  # the jitter adds up to 2 % of it
+        assert rto - 0.02 * longest <= lost.t_rto <= 1.05 * rto + 0.02 * longest
+    if first_lossy >= 2:
+        assert lost.per_byte == pytest.approx(senders * per_byte, rel=0.05)
+        assert lost.buffer() == pytest.approx((senders - 1) * sizes[first_lossy - 1])
+    assert fit.data == ("incast",)
+
+
+def test_an_incast_fit_rejects_what_it_cannot_fit():
+    with pytest.raises(ValueError, match="two sizes"):
+        fit_incast([1024], [[1e-3]], 7)
+    with pytest.raises(ValueError, match="one sender"):
+        fit_incast([1024, 2048], [[1e-3], [2e-3]], 0)
 
 
 def test_epsilon_s_is_the_widest_squared_log_spread():

@@ -8,10 +8,12 @@
 """
 
 from colltune.probe.fit import (
+    Incast,
     eager_threshold,
     epsilon_s,
     fit_cluster_latency,
     fit_hockney,
+    fit_incast,
     fit_loggp,
     fit_piecewise,
     fit_plogp,
@@ -19,5 +21,5 @@ from colltune.probe.fit import (
 )
 from colltune.probe.stats import summarise
 
-__all__ = ["eager_threshold", "epsilon_s", "fit_cluster_latency", "fit_hockney", "fit_loggp", "fit_piecewise",
-           "fit_plogp", "fit_tree", "summarise"]
+__all__ = ["Incast", "eager_threshold", "epsilon_s", "fit_cluster_latency", "fit_hockney", "fit_incast", "fit_loggp",
+           "fit_piecewise", "fit_plogp", "fit_tree", "summarise"]

@@ -17,6 +17,7 @@ them:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.optimize
@@ -123,6 +124,81 @@ def eager_threshold(sizes: Sequence[int], send_times: Array, holds: Array) -> tu
         return int(sizes[-1]), False
     first = int(np.argmax(waited))
     return (int(sizes[first - 1]) if first > 0 else -1), True
+
+
+#: Linux's TCP_RTO_MIN, s: a retransmission timeout delays a flow by at least this much, so an
+#: incast repetition later than the lossless line by half of it counts as one that timed out.
+TCP_RTO_MIN = 0.2
+
+
+@dataclass(frozen=True)
+class Incast:
+    """What a controlled incast (``senders`` ranks each sending ``sizes[i]`` bytes to one at once)
+    shows: ``late[i]``, the fraction of repetitions that timed out; the lossless line ``intercept
+    + per_byte * size`` (s, s per byte of one sender); ``t_rto``, the median delay of a repetition
+    that timed out over that line (s; None if none did); ``passes``, the largest size below the
+    first one at which most repetitions timed out, and ``lossy``, that first size (bytes per
+    sender; ``passes`` None if even the smallest timed out, ``lossy`` None if none did)."""
+
+    senders: int
+    sizes: tuple[int, ...]
+    late: tuple[float, ...]
+    intercept: float
+    per_byte: float
+    t_rto: float | None
+    passes: int | None
+    lossy: int | None
+    residuals: tuple[float, ...]
+
+    def buffer(self) -> float | None:
+        """Paper 000's switch buffer BL, bytes, that the incast shows: eq. 4's transfer ratio
+        D/A + BL/k is 1 for k = ``senders`` * size bytes offered at A = ``senders`` times the
+        port's rate D, so the largest incast that passed needs BL >= k (1 - 1/senders).  A lower
+        bound (the first lossy size bounds it from above); None if even the smallest size lost."""
+        if self.passes is None:
+            return None
+        return self.senders * self.passes * (1 - 1 / self.senders)
+
+
+def fit_incast(sizes: Sequence[int], samples: Sequence[Array], senders: int,
+               rto_floor: float = TCP_RTO_MIN) -> tuple[Incast, Fit]:
+    """Separate the timed-out repetitions of a controlled incast from the others and measure what
+    a timeout costs.  ``samples[i]`` are the repetitions at ``sizes[i]`` (ascending, bytes per
+    sender; seconds).  The lossless line is fitted (least squares, non-negative) to the fastest
+    repetition of every size that has one within ``rto_floor / 2`` of the line, refitted until
+    the set of sizes stops changing; a repetition later than the line by more than that timed
+    out."""
+    if len(sizes) != len(samples) or len(sizes) < 2:
+        raise ValueError("an incast fit needs at least two sizes, each with its repetitions")
+    if senders < 1:
+        raise ValueError(f"an incast needs at least one sender, got {senders}")
+    x = np.asarray(sizes, dtype=np.float64)
+    reps = [np.asarray(r, dtype=np.float64) for r in samples]
+    fastest = np.array([r.min() for r in reps])
+    use = np.ones(len(x), dtype=bool)
+    for _ in range(len(x)):
+        if use.sum() >= 2:
+            coef, _ = nonnegative_lstsq([np.ones(int(use.sum())), x[use]], fastest[use])
+        else:  # only the smallest size is on time: a flat line through it
+            coef = np.array([fastest[np.argmax(use)] if use.any() else fastest[0], 0.0])
+        line = coef[0] + coef[1] * x
+        again = fastest <= line + rto_floor / 2
+        if (again == use).all():
+            break
+        use = again
+    late_at = [r > line[i] + rto_floor / 2 for i, r in enumerate(reps)]
+    late = tuple(float(m.mean()) for m in late_at)
+    delays = np.concatenate([r[m] - line[i] for i, (r, m) in enumerate(zip(reps, late_at, strict=True))])
+    most = [i for i, f in enumerate(late) if f > 0.5]
+    first = most[0] if most else None
+    result = Incast(senders=senders, sizes=tuple(int(v) for v in sizes), late=late, intercept=float(coef[0]),
+                    per_byte=float(coef[1]), t_rto=float(np.median(delays)) if delays.size else None,
+                    passes=None if first == 0 else int(sizes[-1] if first is None else sizes[first - 1]),
+                    lossy=None if first is None else int(sizes[first]),
+                    residuals=tuple(float(v) for v in (fastest - line)[use]))
+    method = (f"least squares line through the fastest repetition of each size within {rto_floor / 2:g} s of it; "
+              "repetitions later than that timed out")
+    return result, record(("incast",), method, result.residuals)
 
 
 def table(sizes: Array, g: Tabulated, os_: Array | None, or_: Array | None) -> PLogPTable:

@@ -227,6 +227,29 @@ class Meter:
         self.rest()
         return out if self.me == 0 else None
 
+    def incast(self, size: int, reps: int, warmup: int = 1) -> np.ndarray | None:
+        """A controlled incast (paper 000's many-to-one stage, paper 001's incast): every other rank
+        sends one message of ``size`` bytes to rank 0 at once, right after a barrier, as a flat
+        gather does; per repetition, the time on rank 0 from the barrier to the last arrival, s.
+        Repetitions follow each other after a barrier only, as the calls of a timed collective do,
+        so the senders' TCP windows are those of a busy connection, not of a fresh one."""
+        sbuf, _ = self.buffers(size)
+        senders = self.procs - 1
+        rbuf = np.empty(senders * size, dtype=np.uint8) if self.me == 0 else None
+        out = np.empty(reps)
+        for k in range(warmup + reps):
+            self.comm.Barrier()
+            if self.me == 0:
+                t = MPI.Wtime()
+                MPI.Request.Waitall([self.comm.Irecv([rbuf[i * size:(i + 1) * size], MPI.BYTE], i + 1, TAG_DATA)
+                                     for i in range(senders)])
+                if k >= warmup:
+                    out[k - warmup] = MPI.Wtime() - t
+            else:
+                self.comm.Send([sbuf, MPI.BYTE], 0, TAG_DATA)
+        self.rest()
+        return out if self.me == 0 else None
+
     def pair_pingpongs(self, pairs: int, size: int) -> np.ndarray | None:
         """Round trips of ``size`` bytes in ``pairs`` concurrent ping-pong pairs (0-1, 2-3, ...);
         the samples of every pair, on rank 0."""

@@ -81,6 +81,8 @@ class Plan:
     train_bytes: int | None = None  # PRTT(n, ., s) keeps n s within this (n >= 2)
     budget: float | None = None  # seconds per measured point (Meter.budget)
     check_sizes: tuple[int, ...] = (4 * KiB, 64 * KiB)  # block sizes of the collectives that choose the network
+    incast_sizes: tuple[int, ...] = (4 * KiB, 16 * KiB, 64 * KiB)  # bytes per sender of the controlled incast
+    incast_reps: int = 5
 
     def trains(self) -> list[int]:
         """n of PRTT(n, ., s) at each size: ``train``, shortened to ``train_bytes`` of messages."""
@@ -98,10 +100,12 @@ PLANS = {
     "default": Plan(reps=25, warmup=5, sizes=(0, *(2 ** k for k in range(21))),
                     packet_sizes=(1, 8, 16, 24, 32, 40, 64, 128, 256, 512, 1024, 1500), train=16,
                     tree_size=256 * KiB, tree_bursts=8, pings=10, train_bytes=1024 * KiB, budget=0.5,
-                    check_sizes=(4 * KiB, 64 * KiB, 512 * KiB)),
+                    check_sizes=(4 * KiB, 64 * KiB, 512 * KiB), incast_sizes=tuple(2 ** k * KiB for k in range(3, 10)),
+                    incast_reps=7),
     "thorough": Plan(reps=50, warmup=5, sizes=(0, *(2 ** k for k in range(23))),
                      packet_sizes=(1, 4, 8, 16, 24, 32, 40, 64, 128, 256, 384, 512, 768, 1024, 1280, 1500),
-                     train=32, tree_size=1024 * KiB, tree_bursts=8, pings=20, train_bytes=8192 * KiB, budget=5.0),
+                     train=32, tree_size=1024 * KiB, tree_bursts=8, pings=20, train_bytes=8192 * KiB, budget=5.0,
+                     incast_sizes=tuple(2 ** k * KiB for k in range(2, 11)), incast_reps=11),
 }
 
 #: The collectives the probe times at the end, each by an algorithm whose traffic differs (one
@@ -170,7 +174,7 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
     me = comm.Get_rank()
 
     depth = floor_log2(P)
-    total = 13 + 2 * depth + P // 2  # the step() calls below
+    total = 14 + 2 * depth + P // 2  # the step() calls below
     steps = iter(range(total))
 
     def step(what: str) -> None:
@@ -244,6 +248,8 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
     for k in range(1, P // 2 + 1):
         step(f"cluster model: {k} concurrent ping-pong pair{'s' if k > 1 else ''}")
         transfers[2 * k] = [meter.pair_pingpongs(k, s) for s in plan.packet_sizes]
+    step(f"incast: {P - 1} rank{'s' if P > 2 else ''} sending to rank 0 at once, to provoke losses")
+    incast = [meter.incast(s, plan.incast_reps) for s in plan.incast_sizes]
     step(f"check: {len(CHECKS)} collectives at {len(plan.check_sizes)} sizes, to choose the network model")
     cases = [(coll, alg, size) for size in plan.check_sizes for coll, alg in CHECKS]
     checks = [time_collective(comm, coll, alg, size, {}, CHECK_REPS, 1, CHECK_BUDGET) for coll, alg, size in cases]
@@ -307,7 +313,15 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
                          [(p.q1 - i.median, p.q3 - i.median) for p, i in
                           zip(m[f"tree_latency{tag}"].points, m["tree_latency_idle"].points, strict=True)])
     eps_s = fit.epsilon_s(*spreads[True])
-    plogpt = PlogPT(L=L_bi, g=g_bi, bidirectional=levels[True], unidirectional=levels[False], eps_s=eps_s)
+    m["incast"] = series("s", "bytes", plan.incast_sizes, incast, f"{P - 1} ranks send one message of the size to "
+                         "rank 0 at once after a barrier: time on rank 0 to the last arrival")
+    lost, fits["incast"] = fit.fit_incast(plan.incast_sizes, incast, P - 1)
+    m["incast_late"] = derived("fraction", "bytes", plan.incast_sizes, lost.late, [0.0] * len(lost.late),
+                               [plan.incast_reps] * len(lost.late), "repetitions of the incast later than its "
+                               f"lossless line by more than {fit.TCP_RTO_MIN / 2:g} s (a retransmission timeout)")
+    t_rto = fit.TCP_RTO_MIN if lost.t_rto is None else lost.t_rto
+    notes.append(_incast_note(lost))
+    plogpt = PlogPT(L=L_bi, g=g_bi, bidirectional=levels[True], unidirectional=levels[False], eps_s=eps_s, t_rto=t_rto)
     notes.append(f"plogpt: tree of depth {depth} over ranks 0..{2 ** depth - 1}; epsilon_S = {eps_s:.3g} from the "
                  "spread of the bidirectional b(h), d(h); epsilon_T is not measured (the RTO rule stays off)")
 
@@ -347,9 +361,12 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
     cl, res = fit.fit_cluster_latency(procs_col, size_col, transfer, costs["gs"])
     fits["cluster_L"] = fit.record(tuple(f"transfer_p{p}" for p in transfers),
                                    "L = RTT/2 - Os - Or - Ur, least squares of a p + b + c m max(1, p m/(R gs))", res)
+    buffer = lost.buffer()
     cluster = ClusterModel(Os=costs["Os"], gs=costs["gs"], gr=costs["gr"], Or=costs["Or"], Ur=costs["Ur"], L=cl,
-                           BL=0, mtu=max(ps))
-    notes.append("cluster: BL (the switch buffer) is not measured and set to 0; Ts and the memory copy costs are "
+                           BL=0 if buffer is None else int(buffer // max(ps)), mtu=max(ps))
+    notes.append("cluster: BL from the incast (" + ("no size passed it: 0" if buffer is None else
+                 f"{buffer:.0f} B, a lower bound" if lost.lossy is not None else
+                 f"at least {buffer:.0f} B: no size timed out") + "); Ts and the memory copy costs are "
                  "not measured; Or is the receive call of an arrived message, since an MPI library without "
                  "asynchronous progress handles a reception inside that call")
     if P < 4:
@@ -359,6 +376,9 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
                          [(t.q3 - t.q1) / 2 for t in checks], [t.reps for t in checks],
                          "the slowest rank's median time of " + ", ".join(f"{c}/{a}" for c, a in CHECKS) +
                          f", each with blocks of {', '.join(str(s) for s in plan.check_sizes)} B in turn")
+    if topology is not None and lost.t_rto is not None:
+        topology = topology.model_copy(update={"rto": lost.t_rto})
+        notes.append(f"topology {topology.name!r}: rto {lost.t_rto * 1e3:.0f} ms, as the incast measured it")
     models = Models(hockney=hockney, logp=LogP(L=loggp.L, o=loggp.o, g=loggp.g), loggp=loggp, plogp=plogp,
                     cluster=cluster, plogpt=plogpt, latency=latency)
     network, errors = choose_network(models, P, cases, [t.median for t in checks], topology)
@@ -375,6 +395,16 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
     return Profile(name=name, description=f"measured by colltune probe ({mode}) on {P} ranks",
                    default_model="plogp", default_network=network, topology=topology, provenance=provenance,
                    models=models, measurements=m, fits=fits)
+
+
+def _incast_note(lost: fit.Incast) -> str:
+    """The profile's note on what the controlled incast showed."""
+    late = ", ".join(f"{s} B {f:.0%}" for s, f in zip(lost.sizes, lost.late, strict=True))
+    rto = ("no repetition timed out" if lost.t_rto is None else
+           f"a timeout cost {lost.t_rto * 1e3:.0f} ms over the lossless line (T_RTO)")
+    where = ("no size timed out in most repetitions" if lost.lossy is None else
+             f"most repetitions timed out from {lost.lossy} B per sender on")
+    return f"incast: {lost.senders} senders; repetitions that timed out: {late}; {where}; {rto}"
 
 
 def choose_network(models: Models, procs: int, cases: Sequence[tuple[str, str, int]],
