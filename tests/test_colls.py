@@ -137,6 +137,21 @@ def test_pairing_is_a_perfect_schedule(procs: int) -> None:
     assert len(met) == procs * (procs - 1)
 
 
+@pytest.mark.parametrize("procs", range(1, 34))
+def test_bruck_alltoall_copies_a_block_once_per_hop_and_once_to_its_place(procs: int) -> None:
+    """Slot j of a rank travels once per set bit of j; the schedule packs it before each hop (not
+    before a single-block message) and copies it to the receive buffer once at the end (not when
+    the last step receives it there), and never moves it between steps."""
+    m = 8
+    s = REGISTRY.get("alltoall", "bruck").schedule(procs, 0, m)
+    kind, length, rank = s.columns["kind"], s.columns["length"], s.columns["rank"]
+    hops = sum(j.bit_count() for j in range(procs))
+    for r in range(procs):
+        assert length[(kind == Kind.COPY) & (rank == r)].sum() <= (hops + procs) * m
+    received_in_place = (kind == Kind.RECV) & (s.columns["buf"] == Buf.RECV)
+    assert received_in_place.any() == (procs > 1)
+
+
 # -- the verifier on reductions and barriers, with hand-made faults ---------------------------------
 
 def _reduce_builder(procs: int, n: int = 8) -> ScheduleBuilder:
