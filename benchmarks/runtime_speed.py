@@ -25,10 +25,13 @@ cores, 4 ranks at P = 4), and of hundreds of (algorithm, size, ratio) cells some
 by chance; so every size where a ratio is above its target is measured again, in
 ``--confirm-jobs`` (3) new jobs of ``--confirm-rounds`` rounds (61) each, and the median of those
 jobs' ratios replaces the first measurement.  Several jobs, not one longer job, because part of the
-noise is fixed for the life of a job: where the kernel places each rank's pages (huge or not) and
-which ranks share a core; the time of a 4 MiB scatter at P = 4 ranges 1.6-2.5 ms between jobs,
-for MPICH and colltune alike, but moves little within one (pyperf spawns worker processes for the
-same reason).  Every job's ratios are kept in the ``--json`` file.  It prints, per
+noise is fixed for the life of a job: where the kernel places each rank's pages (huge or not);
+the time of a 4 MiB scatter at P = 4 ranges 1.6-2.5 ms between jobs, for MPICH and colltune
+alike, but moves little within one (pyperf spawns worker processes for the same reason).  Every
+rank is bound to a core (``mpiexec -bind-to core``; two per core at P = 4): unbound, the
+scheduler moved ranks between the cores, and on 2026-11-24 the same binary read 19 cells above
+1.10 in one run and 3 in another (P = 2 ring allgather at 32 KiB: 1.79 unbound, 0.99-1.01 in four
+bound jobs).  Every job's ratios are kept in the ``--json`` file.  It prints, per
 job, the worst size of each ratio, and at the end, for each ratio, the worst over every job, how
 many cells are above the target, and which, against the targets (plan/mpich, once/plan and
 once_native/mpi4py <= 1.10, auto/plan <= 1.05).  Reductions sum
@@ -131,7 +134,7 @@ def main() -> None:
                        "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": str(selection)}
 
                 def job(grid: str, rounds: int) -> list[dict]:
-                    run = subprocess.run([str(mpiexec), "-n", str(procs), sys.executable, __file__, "--worker",
+                    run = subprocess.run([str(mpiexec), "-bind-to", "core", "-n", str(procs), sys.executable, __file__, "--worker",
                                           collective, algorithm, "--max-size", str(max_size), "--rounds", str(rounds),
                                           "--sizes", grid], env=env, capture_output=True, text=True, timeout=3600)
                     if run.returncode != 0:
