@@ -735,6 +735,10 @@ NB_MODULE(_exec, m) {
   nb::set_leak_warnings(false);
   if (_import_array() < 0) throw nb::python_error();
   ZERO = PyLong_FromLong(0);
+  m.def("memmove_aliases", &memmove_aliases,
+        "True if this machine's memmove is slowed by 4K aliasing, so that the executor copies such regions "
+        "backwards (measured once, at import).");
+  memmove_aliases();
 
   nb::class_<PyProgram>(m, "Program", "One rank's part of a schedule, compiled into steps.")
       .def_prop_ro("steps", [](const PyProgram &p) { return p.program->steps().size(); })

@@ -18,9 +18,11 @@
 
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -31,20 +33,52 @@
 
 namespace colltune::exec {
 
-// Copy ``n`` bytes; the regions may overlap.  A forward copy whose destination lies a few bytes
-// past its source within a 4 KiB page (0 < (dst - src) mod 4096 < 32) makes every load wait for
-// an unrelated store with the same page offset ("4K aliasing"): glibc's memmove of 4 KiB to
-// 256 KiB then ran 10 to 20 times slower on this project's machine (AMD EPYC, glibc 2.36; 64 KiB:
-// 35 us instead of 1.6 us), and numpy's small arrays, 16-byte aligned and allocated one after
-// the other, often sit just so.  Copying backwards in 64-byte steps does not alias (3 us), so
-// such copies go backwards; at 512 KiB and more memmove is not slowed and stays faster.
-// (benchmarks/copy_aliasing.py measures both.)
+// Whether this machine's memmove is slowed by "4K aliasing": a forward copy whose destination
+// lies a few bytes past its source within a 4 KiB page (0 < (dst - src) mod 4096 < 32) can make
+// every load wait for an unrelated store with the same page offset.  On the machine the executor
+// was first measured on (AMD EPYC, glibc 2.36) glibc's memmove of 4 KiB to 256 KiB then ran 10 to
+// 20 times slower (64 KiB: 35 us instead of 1.6 us), and numpy's small arrays, 16-byte aligned
+// and allocated one after the other, often sit just so.  On another host of the same VM type the
+// same copy took 1.4 us against 1.2 us, and copying backwards there made a P = 2 ring allgather
+// of 128 KiB 1.6x slower than MPICH's.  So it is measured, once per process (at import): a
+// 64 KiB memmove 16 bytes past against one 64 bytes past, best of 5 each (well under 1 ms), and
+// aliasing counts if the first is 3 times slower.  (benchmarks/copy_aliasing.py shows both.)
+// COLLTUNE_ALIASING=yes or no skips the measurement (the tests run both ways).
+inline bool memmove_aliases() {
+  static const bool slow = [] {
+    if (const char *given = std::getenv("COLLTUNE_ALIASING")) {
+      const std::string v(given);
+      if (v == "yes" || v == "no") return v == "yes";
+    }
+    constexpr std::size_t N = std::size_t{64} << 10, PAGE = 4096;
+    std::vector<unsigned char> arena(2 * N + 3 * PAGE, 1);
+    unsigned char *src = arena.data() + (PAGE - reinterpret_cast<std::uintptr_t>(arena.data()) % PAGE) % PAGE;
+    auto best = [&](std::size_t delta) {
+      unsigned char *dst = src + N + PAGE + delta;
+      double fastest = 1e9;
+      for (int i = 0; i < 5; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        std::memmove(dst, src, N);
+        asm volatile("" : : "r"(dst) : "memory");  // the copy must happen
+        fastest = std::min(fastest, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      }
+      return fastest;
+    };
+    return best(16) > 3 * best(64);
+  }();
+  return slow;
+}
+
+// Copy ``n`` bytes; the regions may overlap.  Where memmove aliases (above), a copy from 4 KiB to
+// 512 KiB whose destination is within 32 bytes past its source modulo 4096 goes backwards in
+// 64-byte steps, which does not alias (3 us at 64 KiB on that machine); larger copies are not
+// slowed and stay with memmove.
 inline void copy_bytes(unsigned char *dst, const unsigned char *src, std::size_t n) {
   constexpr std::size_t PAGE = 4096, CLOSE = 32, STEP = 64, LARGE = std::size_t{512} << 10;
   const std::uintptr_t d = reinterpret_cast<std::uintptr_t>(dst), s = reinterpret_cast<std::uintptr_t>(src);
   const std::uintptr_t offset = (d - s) % PAGE;
   const bool disjoint = d >= s + n || s >= d + n;
-  if (n < PAGE || n >= LARGE || offset == 0 || offset >= CLOSE || !disjoint) {
+  if (n < PAGE || n >= LARGE || offset == 0 || offset >= CLOSE || !disjoint || !memmove_aliases()) {
     std::memmove(dst, src, n);
     return;
   }
