@@ -365,6 +365,17 @@ def test_flat_gather_overflowing_the_root_port_is_charged_rto_and_resending():
     assert not clean.rto.any() and topo.rto == 0.2
 
 
+def test_a_topology_without_timeouts_charges_the_resend_only():
+    """rto 0 (the probe's choice when its incast did not time out in most repetitions): the same
+    flows are hit, and each pays only the resend of its 750 kB at 1.25e7 B/s."""
+    _, _, clean = _flat_gather(8, None)
+    schedule, topo, _ = _flat_gather(8, 1e6)
+    resend = simulate(schedule, "hockney", Hockney(alpha=1e-6, beta=0.0), topology=topo.model_copy(update={"rto": 0.0}))
+    sends = np.flatnonzero(schedule.columns["kind"] == Kind.SEND)
+    assert resend.rto[sends].all() and np.allclose(resend.penalty[sends], 750_000 / 1.25e7)
+    assert close(resend.total, clean.total + 0.06)
+
+
 @pytest.mark.parametrize("senders", [1, 2, 3, 5, 8])
 @pytest.mark.parametrize("buffer", [1e5, 1e6, 2.5e6, 8e6])
 def test_drops_follow_the_transfer_ratio(senders, buffer):

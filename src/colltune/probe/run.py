@@ -112,7 +112,7 @@ PLANS = {
 #: sender at a time, a ring, all pairs at once, many senders to one, and a reduction), so that the
 #: network model that predicts them best becomes the profile's ``default_network``.
 CHECKS = (("bcast", "binomial_tree"), ("allgather", "ring"), ("alltoall", "pairwise_exchange"),
-          ("gather", "flat_tree"), ("allreduce", "recursive_doubling"))
+          ("gather", "flat_tree"), ("allreduce", "recursive_doubling"), ("bcast", "chain"))
 #: The least time, s, a receiver holds off while the probe looks for the eager threshold: half of
 #: it (what a send must take to count as waiting) is 50 times a small eager send here (10 us).
 MIN_HOLD = 1e-3
@@ -376,15 +376,21 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
                          [(t.q3 - t.q1) / 2 for t in checks], [t.reps for t in checks],
                          "the slowest rank's median time of " + ", ".join(f"{c}/{a}" for c, a in CHECKS) +
                          f", each with blocks of {', '.join(str(s) for s in plan.check_sizes)} B in turn")
-    if topology is not None and lost.t_rto is not None:
+    if topology is not None and lost.lossy is None:
+        topology = topology.model_copy(update={"rto": 0.0})
+        notes.append(f"topology {topology.name!r}: rto 0 (a port that overflows costs the resend of what it "
+                     "dropped): no size of the incast timed out in most repetitions, so a timeout does not move "
+                     "a median time")
+    elif topology is not None and lost.t_rto is not None:
         topology = topology.model_copy(update={"rto": lost.t_rto})
-        notes.append(f"topology {topology.name!r}: rto {lost.t_rto * 1e3:.0f} ms, as the incast measured it")
+        notes.append(f"topology {topology.name!r}: rto {lost.t_rto * 1e3:.0f} ms, as the incast measured it "
+                     f"(most repetitions timed out from {lost.lossy} B per sender on)")
     models = Models(hockney=hockney, logp=LogP(L=loggp.L, o=loggp.o, g=loggp.g), loggp=loggp, plogp=plogp,
                     cluster=cluster, plogpt=plogpt, latency=latency)
     network, errors = choose_network(models, P, cases, [t.median for t in checks], topology)
     over = "" if topology is None else f" (endpoint models carried over topology {topology.name!r})"
-    notes.append(f"default_network {network}: the network model with the smallest median relative error on the "
-                 f"check{over} (" + ", ".join(f"{n} {e:.0%}" for n, e in sorted(errors.items(), key=lambda ne: ne[1])) +
+    notes.append(f"default_network {network}: the network model with the smallest check error (the mean of the "
+                 f"median and the 90th percentile of the relative errors) on the check{over} (" + ", ".join(f"{n} {e:.0%}" for n, e in sorted(errors.items(), key=lambda ne: ne[1])) +
                  ")")
 
     when = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
@@ -411,7 +417,7 @@ def choose_network(models: Models, procs: int, cases: Sequence[tuple[str, str, i
                    measured: Sequence[float], topology: Topology | None = None) -> tuple[str, dict[str, float]]:
     """The simulator's network model whose predictions of ``cases`` (collective, algorithm, block
     size in bytes) at ``procs`` ranks come closest to ``measured`` (seconds, in the same order), by
-    the median relative error, and that error for every network model ``models`` can price; each
+    :func:`check_error`, and that error for every network model ``models`` can price; each
     endpoint model is carried over ``topology`` if given (:func:`colltune.sim.topology_for`)."""
     errors = {}
     for net in NETWORKS.values():
@@ -424,6 +430,17 @@ def choose_network(models: Models, procs: int, cases: Sequence[tuple[str, str, i
                                   topology=topo).total for coll, alg, size in cases]
         except ColltuneError:
             continue
-        errors[net.name] = float(np.median([abs(p - t) / t for p, t in zip(predicted, measured, strict=True)]))
+        errors[net.name] = check_error(predicted, measured)
     return min(errors, key=lambda n: (errors[n], n)), errors
+
+
+def check_error(predicted: Sequence[float], measured: Sequence[float]) -> float:
+    """How far ``predicted`` is from ``measured`` (seconds, case by case): the mean of the median
+    and the 90th percentile of the relative errors |p - t| / t, the two figures [fidelity] sets
+    targets for.  By the median alone, a model that misses a few patterns badly can win by a
+    point: on the 8-host testbed (2026-11-24) the check chose ``cluster`` by 14 % against 15 % for
+    ``plogp``, and over all 130 cases of ``benchmarks/fidelity_testbed.py`` ``cluster`` had a 90th
+    percentile of 58-76 % against 39-44 % (it prices each hop of a 4 KiB chain at twice its time)."""
+    errors = np.abs(np.asarray(predicted, dtype=float) - measured) / np.asarray(measured, dtype=float)
+    return float((np.median(errors) + np.quantile(errors, 0.9)) / 2)
 

@@ -17,7 +17,10 @@ full after tau = B / (A - D) (eq. 3) and the transfer ratio is min(1, D/A + B/k)
 :func:`colltune.models.cluster.transfer_ratio`).  Below 1, every flow still offering bytes after
 tau loses the fraction 1 - D/A of them: it is charged the topology's retransmission timeout
 ``rto`` plus the time to resend what it lost (over all the ports that dropped it) at its final
-simulated rate.  The resent bytes are not simulated as flows of their own.
+simulated rate.  The resent bytes are not simulated as flows of their own.  With ``rto`` 0 a hit
+flow pays the resend only: what TCP's fast retransmit costs, and what ``colltune probe`` keeps in
+a profile's topology when its controlled incast timed out in fewer than half of its repetitions at
+every size (a timeout that does not happen in most runs does not move a median time).
 
 TCP does not push at line rate: a sender keeps at most its window in flight, and sends more only as
 acknowledgements come back.  With the topology's ``window`` (bytes), an episode loses nothing when

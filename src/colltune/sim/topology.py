@@ -69,9 +69,10 @@ class Topology(BaseModel):
     description: str = ""
     nodes: tuple[Node, ...] = Field(min_length=1)
     hosts: tuple[str, ...] = Field(min_length=1, description="node name of each rank, in rank order")
-    rto: float = Field(0.2, gt=0, allow_inf_nan=False,
+    rto: float = Field(0.2, ge=0, allow_inf_nan=False,
                        description="retransmission timeout charged for a dropped flow, s (default: Linux's "
-                                   "TCP_RTO_MIN, 200 ms)")
+                                   "TCP_RTO_MIN, 200 ms; 0: a drop costs the resend only, as when TCP "
+                                   "recovers by fast retransmit in most runs)")
     window: float | None = Field(None, gt=0, allow_inf_nan=False,
                                  description="bytes a flow keeps in flight at most (TCP's window): a port "
                                              "overflows only if its flows' windows exceed its queue; None: "
