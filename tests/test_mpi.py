@@ -180,7 +180,7 @@ def test_quick_probe_writes_a_consistent_profile(procs: int, topology: str | Non
     if topology is None:
         assert profile.topology is None
     else:  # kept, and the check carried the endpoint models over it; its rto is the incast's
-        incast_fit = [n for n in prov.notes if n.startswith("incast:")][0]
+        incast_fit = next(n for n in prov.notes if n.startswith("incast:"))
         rto = 0.0 if "no size timed out in most repetitions" in incast_fit else models.plogpt.t_rto
         assert profile.topology == star(procs, 12.5e6).model_copy(update={"rto": rto})
         assert any("carried over topology" in note for note in prov.notes)
