@@ -188,6 +188,7 @@ def test_an_incast_shows_where_timeouts_start_and_what_they_cost(first_lossy, rt
         samples.append(reps)
     lost, fit = fit_incast(sizes, samples, senders)
     assert lost.late == tuple(5 / 7 if i >= first_lossy else 0.0 for i in range(len(sizes)))
+    assert lost.timeout_share() == (None if first_lossy == len(sizes) else pytest.approx(5 / 7))
     if first_lossy == len(sizes):
         assert (lost.lossy, lost.passes, lost.t_rto) == (None, sizes[-1], None)
     else:
@@ -199,6 +200,20 @@ def test_an_incast_shows_where_timeouts_start_and_what_they_cost(first_lossy, rt
         assert lost.per_byte == pytest.approx(senders * per_byte, rel=0.05)
         assert lost.buffer() == pytest.approx((senders - 1) * sizes[first_lossy - 1])
     assert fit.data == ("incast",)
+
+
+def test_an_incast_that_times_out_now_and_then_has_a_minority_share():
+    """The late repetitions of the star testbed's incast of 2026-11-24 (0, 0, 1, 0, 1, 3, 2 of 7
+    per size): no size timed out in most repetitions, and the pooled share from 32 KiB on is
+    7 / 35."""
+    sizes = [2 ** k * 1024 for k in range(3, 10)]
+    samples = []
+    for s, late in zip(sizes, (0, 0, 1, 0, 1, 3, 2), strict=True):
+        reps = np.full(7, 1e-3 + 7 * s / 1.25e7)
+        reps[:late] += 0.2
+        samples.append(reps)
+    lost, _ = fit_incast(sizes, samples, 7)
+    assert lost.lossy is None and lost.timeout_share() == pytest.approx(0.2)
 
 
 def test_an_incast_fit_rejects_what_it_cannot_fit():

@@ -376,15 +376,16 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
                          [(t.q3 - t.q1) / 2 for t in checks], [t.reps for t in checks],
                          "the slowest rank's median time of " + ", ".join(f"{c}/{a}" for c, a in CHECKS) +
                          f", each with blocks of {', '.join(str(s) for s in plan.check_sizes)} B in turn")
-    if topology is not None and lost.lossy is None:
+    share = lost.timeout_share()
+    if topology is not None and (share is None or share < 0.5):
         topology = topology.model_copy(update={"rto": 0.0})
         notes.append(f"topology {topology.name!r}: rto 0 (a port that overflows costs the resend of what it "
-                     "dropped): no size of the incast timed out in most repetitions, so a timeout does not move "
-                     "a median time")
+                     f"dropped): the incast timed out in {share or 0:.0%} of its repetitions from the first size "
+                     "that timed out on, so a timeout does not move a median time")
     elif topology is not None and lost.t_rto is not None:
         topology = topology.model_copy(update={"rto": lost.t_rto})
-        notes.append(f"topology {topology.name!r}: rto {lost.t_rto * 1e3:.0f} ms, as the incast measured it "
-                     f"(most repetitions timed out from {lost.lossy} B per sender on)")
+        notes.append(f"topology {topology.name!r}: rto {lost.t_rto * 1e3:.0f} ms, as the incast measured it (it "
+                     f"timed out in {share:.0%} of its repetitions from the first size that timed out on)")
     models = Models(hockney=hockney, logp=LogP(L=loggp.L, o=loggp.o, g=loggp.g), loggp=loggp, plogp=plogp,
                     cluster=cluster, plogpt=plogpt, latency=latency)
     network, errors = choose_network(models, P, cases, [t.median for t in checks], topology)
