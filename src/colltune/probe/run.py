@@ -109,8 +109,9 @@ PLANS = {
 }
 
 #: The collectives the probe times at the end, each by an algorithm whose traffic differs (one
-#: sender at a time, a ring, all pairs at once, many senders to one, and a reduction), so that the
-#: network model that predicts them best becomes the profile's ``default_network``.
+#: sender at a time, a ring, all pairs at once, many senders to one, a reduction, and a pipeline
+#: through every rank), so that the network model that predicts them best becomes the profile's
+#: ``default_network``.
 CHECKS = (("bcast", "binomial_tree"), ("allgather", "ring"), ("alltoall", "pairwise_exchange"),
           ("gather", "flat_tree"), ("allreduce", "recursive_doubling"), ("bcast", "chain"))
 #: The least time, s, a receiver holds off while the probe looks for the eager threshold: half of
@@ -390,9 +391,9 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
                     cluster=cluster, plogpt=plogpt, latency=latency)
     network, errors = choose_network(models, P, cases, [t.median for t in checks], topology)
     over = "" if topology is None else f" (endpoint models carried over topology {topology.name!r})"
+    ranked = ", ".join(f"{n} {e:.0%}" for n, e in sorted(errors.items(), key=lambda ne: ne[1]))
     notes.append(f"default_network {network}: the network model with the smallest check error (the mean of the "
-                 f"median and the 90th percentile of the relative errors) on the check{over} (" + ", ".join(f"{n} {e:.0%}" for n, e in sorted(errors.items(), key=lambda ne: ne[1])) +
-                 ")")
+                 f"median and the 90th percentile of the relative errors) on the check{over} ({ranked})")
 
     when = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     command = "colltune probe" + ("" if mode == "default" else f" --{mode}")
