@@ -300,3 +300,19 @@ def test_a_cheap_candidate_is_timed_within_the_square_of_the_margin() -> None:
             except Unavailable:
                 pass
         assert [c[:2] for c in timer.calls] == timed
+
+
+def test_cheap_calls_are_repeated_to_fill_the_timing_and_a_budget_still_cuts():
+    """A timing with ``fill`` repeats a call that takes far less than ``fill`` FILL_FACTOR times the
+    repetitions asked for; without it, or with a budget too small, the repetitions are as before."""
+    from mpi4py import MPI
+
+    from colltune.tune.measure import FILL_FACTOR, MIN_REPS, time_collective
+
+    def reps(**kw: Any) -> int:
+        return time_collective(MPI.COMM_SELF, "allgather", "ring", 64, {}, 6, 2, **kw).reps
+
+    assert reps(budget=10.0, fill=1.0) == FILL_FACTOR * 6
+    assert reps(budget=10.0) == reps(budget=10.0, fill=0.0) == 6
+    assert reps() == reps(fill=1.0) == 6  # fill goes with a budget
+    assert reps(budget=1e-12, fill=1.0) == MIN_REPS

@@ -14,7 +14,7 @@ import pytest
 from helpers import every_algorithm_table, run_bounded
 
 from colltune.tune import write_table
-from colltune.tune.library_bench import LibraryBenchError, parse_output, read_library_bench
+from colltune.tune.library_bench import FORCED_KEEP, LibraryBenchError, parse_output, read_library_bench
 
 COLLECTIVES = ("bcast", "scatter", "gather", "allgather", "alltoall", "reduce", "allreduce", "barrier")
 SIZES = (0, 5, 4096)
@@ -60,7 +60,7 @@ def test_mpich_with_and_without_the_exported_file(table: Path, tmp_path: Path, p
                    *[a for c in COLLECTIVES for a in ("-c", c)], "-o", str(out), "--json", env=env)
     assert res.returncode == 0, res.stderr[-3000:]
     check_results(out, res.stdout, "mpich", procs, 3)
-    assert "round 3/3: mpich with the exported file" in res.stderr  # progress as plain lines
+    assert "round 3/3: bcast: mpich with the exported file" in res.stderr  # progress as plain lines
     assert list((tmp_path / "cache" / "colltune" / "collbench").glob("mpich-*/collbench"))
 
 
@@ -116,9 +116,16 @@ def test_forced_runs_cover_every_catalogued_algorithm_that_can_run() -> None:
 def test_forced_mode_times_each_of_mpichs_algorithms(table: Path, tmp_path: Path) -> None:
     out = tmp_path / "lib.json"
     res = colltune("bench", "--library", "mpich", "--table", str(table), "-n", "3", "--sizes", "4096", "--reps", "2",
-                   "--rounds", "1", "--forced", "-c", "bcast", "-c", "allreduce", "-o", str(out), "--json")
+                   "--rounds", "2", "--forced", "-c", "bcast", "-c", "allreduce", "-o", str(out), "--json")
     assert res.returncode == 0, res.stderr[-3000:]
     cells = {c.collective: c for c in read_library_bench(out).cells}
+    for cell in cells.values():
+        # the second round reruns exactly the forced algorithms within FORCED_KEEP of the first round's best
+        first = {label: v[0] for label, v in cell.forced_rounds.items()}
+        best = min([*first.values(), cell.default_rounds[0], cell.tuned_rounds[0]])
+        for label, v in cell.forced_rounds.items():
+            assert len(v) == (2 if first[label] <= FORCED_KEEP * best else 1), (cell.collective, label, v, best)
+            assert cell.forced[label] == pytest.approx(sorted(v)[len(v) // 2] if len(v) % 2 else sum(v) / 2)
     assert set(cells["allreduce"].forced) == {"recursive_doubling", "reduce_scatter_allgather", "ring"}
     assert "tree(k=2, tree_type=kary)" in cells["bcast"].forced
     assert cells["bcast"].best_forced[1] == min(cells["bcast"].forced.values())

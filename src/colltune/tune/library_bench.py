@@ -11,12 +11,18 @@ comes (its defaults) and once with the decision table exported to the library's 
 * Open MPI: the coll/tuned rules file (:func:`~colltune.tune.export.openmpi_rules`) with
   ``coll_tuned_use_dynamic_rules`` on, as ``OMPI_MCA_`` environment variables.
 
-The two alternate over ``rounds`` rounds (default first, then tuned, in every round) and each
-(collective, size) keeps the median over the rounds of the slowest rank's average, so that a
-slow spell of the machine falls on both.  With ``forced``, every round then runs the client once
-per algorithm of the library's own that colltune knows (:mod:`colltune.tune.targets`), forced
-through a file that selects it at every size, so that the exported choice can be compared with
-the best the library has.  The results file (format ``colltune-library-bench``,
+Each collective runs in a job of its own, and the two alternate over ``rounds`` rounds (default
+first, then tuned, in every round); each (collective, size) keeps the median over the rounds of
+the slowest rank's average, so that a slow spell of the machine falls on both.  One job per
+collective, because on a TCP network a collective starts from the connections' state the ones
+before it left (congestion windows, the reordering and round-trip estimates Linux carries over):
+on the 8-host testbed MPICH's scattered all-to-all of 64 KiB took 63 ms in every round of a job
+that ran the other collectives first with the exported file, and 53 ms in every round of one that
+forced it after other algorithms; alone, both took the same time.  With ``forced``, every round
+then runs the client once per algorithm of the library's own that colltune knows
+(:mod:`colltune.tune.targets`), forced through a file that selects it at every size, so that the
+exported choice can be compared with the best the library has; after the first round only those
+still in the race (:data:`FORCED_KEEP`).  The results file (format ``colltune-library-bench``,
 version 1) keeps times in seconds with their provenance; speedup is default / tuned.
 """
 
@@ -219,6 +225,9 @@ class Cell(ParamSet):
     iterations: int = Field(ge=1, description="timed calls per run")
     forced: dict[str, float] = Field(default_factory=dict,
                                      description="the library's own algorithms forced, by label: median seconds")
+    forced_rounds: dict[str, tuple[float, ...]] = Field(
+        default_factory=dict, description="each forced algorithm's figure in each round it ran, seconds (after the "
+                                          "first round only those in the race: FORCED_KEEP)")
 
     @property
     def speedup(self) -> float:
@@ -313,6 +322,10 @@ def library_bench(table: DecisionTable, table_name: str, tools: Toolchain, procs
     progress(f"building the client with {tools.mpicc}")
     exe = build_client(tools)
     force = forced_runs(tools.library, collectives, ranks) if forced else []
+    runs: dict[str, list[dict[tuple[str, int], Timing]]] = {"default": [{} for _ in range(rounds)],
+                                                            "tuned": [{} for _ in range(rounds)]}
+    #: (collective, size) -> forced label -> each round's figure
+    own: dict[tuple[str, int], dict[str, list[float]]] = {}
     with tempfile.TemporaryDirectory(prefix="colltune-libbench-") as tmp:
         env, notes = exported(table, tools.library, Path(tmp))
         force_env = []
@@ -321,32 +334,58 @@ def library_bench(table: DecisionTable, table_name: str, tools: Toolchain, procs
             where.mkdir()
             force_env.append(exported(fixed_table(choices, "colltune bench --forced", library=tools.library),
                                       tools.library, where)[0])
-        runs: dict[str, list[dict[tuple[str, int], Timing]]] = {"default": [], "tuned": []}
-        own: dict[tuple[str, int], dict[str, list[float]]] = {}
         for r in range(rounds):
-            for which, extra in (("default", {}), ("tuned", env)):
-                progress(f"round {r + 1}/{rounds}: {tools.library} {'with the exported file' if extra else 'defaults'}")
-                runs[which].append(run_client(exe, tools, procs, collectives, sizes, warmup, iterations,
-                                              large_iterations, testbed, extra))
-            for i, (choices, extra) in enumerate(zip(force, force_env)):
-                labels = {c: forced_label(*choice) for c, choice in choices.items()}
-                progress(f"round {r + 1}/{rounds}: forced {i + 1}/{len(force)}: " + ", ".join(
-                    f"{c} {label}" for c, label in labels.items()))
-                timed = run_client(exe, tools, procs, list(choices), sizes, warmup, iterations, large_iterations,
-                                   testbed, extra)
-                for key, timing in timed.items():
-                    own.setdefault(key, {}).setdefault(labels[key[0]], []).append(timing.slowest)
+            for coll in collectives:
+                def client(extra: dict[str, str], coll: str = coll) -> dict[tuple[str, int], Timing]:
+                    return run_client(exe, tools, procs, [coll], sizes, warmup, iterations, large_iterations,
+                                      testbed, extra)
+
+                for which, extra in (("default", {}), ("tuned", env)):
+                    progress(f"round {r + 1}/{rounds}: {coll}: {tools.library} "
+                             f"{'with the exported file' if extra else 'defaults'}")
+                    runs[which][r].update(client(extra))
+                mine = [(forced_label(*choices[coll]), extra) for choices, extra in zip(force, force_env)
+                        if coll in choices]
+                for i, (label, extra) in enumerate(mine):
+                    if r > 0 and not _in_the_race(coll, label, runs, own):
+                        continue
+                    progress(f"round {r + 1}/{rounds}: {coll}: forced {i + 1}/{len(mine)}: {label}")
+                    for key, timing in client(extra).items():
+                        own.setdefault(key, {}).setdefault(label, []).append(timing.slowest)
     cells = []
     for key in runs["default"][0]:
         d = tuple(run[key].slowest for run in runs["default"])
         t = tuple(run[key].slowest for run in runs["tuned"])
         if min(d) <= 0 or min(t) <= 0:
             raise LibraryBenchError(f"{key[0]} at {key[1]} B: a run timed 0 s; raise the iterations")
+        mine = own.get(key, {})
         cells.append(Cell(collective=key[0], size=key[1], default=statistics.median(d), tuned=statistics.median(t),
                           default_rounds=d, tuned_rounds=t, iterations=runs["default"][0][key].iterations,
-                          forced={label: statistics.median(v) for label, v in own.get(key, {}).items()}))
+                          forced={label: statistics.median(v) for label, v in mine.items()},
+                          forced_rounds={label: tuple(v) for label, v in mine.items()}))
     return LibraryBench(provenance=provenance, library=tools.library, table=table_name, procs=ranks,
                         testbed=testbed, warmup=warmup, rounds=rounds, notes=tuple(notes), cells=tuple(cells))
+
+
+#: After the first round, a forced algorithm is run again only if, at some size, its first-round
+#: time was within this factor of that round's best (forced, default or with the file).  One round's
+#: figure of a cell on the 8-host testbed strays from the median of five by up to 10 % (rarely 40 %,
+#: a 4 KiB reduce); an algorithm 25 % behind at every size is not the library's best, and rerunning
+#: the 7-ary trees and their like every round would double the benchmark's time.
+FORCED_KEEP = 1.25
+
+
+def _in_the_race(collective: str, label: str, runs: dict[str, list[dict[tuple[str, int], Timing]]],
+                 own: dict[tuple[str, int], dict[str, list[float]]]) -> bool:
+    """True if the forced algorithm ``label`` of ``collective`` was within :data:`FORCED_KEEP` of the
+    first round's best at some size."""
+    for key, times in own.items():
+        if key[0] != collective or label not in times:
+            continue
+        best = min([v[0] for v in times.values()] + [runs[w][0][key].slowest for w in ("default", "tuned")])
+        if times[label][0] <= FORCED_KEEP * best:
+            return True
+    return False
 
 
 def _catalogued() -> list[str]:
