@@ -695,3 +695,19 @@ def test_simulate_and_tune_carry_the_profiles_topology(tmp_path):
     assert topology_for(tree, "plogpt", 4) is None and topology_for(None, "plogp", 4) is None
     # the profile file keeps it
     assert load_profile(str(path)).topology == tree
+
+
+@pytest.mark.parametrize("procs", [2, 3, 5, 6, 8, 13])
+def test_tree_sends_leave_in_turn_so_the_largest_subtree_is_not_held_up(procs):
+    """On a star of 1 byte/s links with free endpoints, a parent sends to its children one after
+    another, largest subtree first: the binomial broadcast of m bytes takes ceil(log2 P) m (all at
+    once, the root's first child would wait for every other child's copy), and the binomial scatter
+    of m-byte blocks (P - 1) m, the root's own bytes."""
+    m = 1000
+    free = Postal(lam=0.0, step=0.0)
+    scatter = REGISTRY.get("scatter", "binomial_tree").schedule(procs, 0, m)
+    for name in ("binomial_tree", "binomial_tree_rendezvous"):
+        bcast = REGISTRY.get("bcast", name).schedule(procs, 0, m)
+        assert simulate(bcast, "postal", free, topology=star(procs, 1.0)).total == pytest.approx(
+            math.ceil(math.log2(procs)) * m)
+    assert simulate(scatter, "postal", free, topology=star(procs, 1.0)).total == pytest.approx((procs - 1) * m)

@@ -46,6 +46,8 @@ class ChunkTracker:
         self.bounds = bounds
         self.buf = buf
         self.where: list[dict[int, int]] = [{} for _ in range(self.procs)]
+        #: The last send op of each relative rank.
+        self._last_send: dict[int, int] = {}
 
     def rank(self, rel: int) -> int:
         """Absolute rank of relative rank ``rel``."""
@@ -59,9 +61,11 @@ class ChunkTracker:
     def _size(self, c: int) -> int:
         return self.bounds[c + 1] - self.bounds[c]
 
-    def transfer(self, src: int, dst: int, chunks: range | list[int], tag: int = 0) -> list[int]:
+    def transfer(self, src: int, dst: int, chunks: range | list[int], tag: int = 0, in_turn: bool = False) -> list[int]:
         """Send the non-empty ``chunks`` that ``dst`` lacks from ``src`` to ``dst``, one message per
-        contiguous run; return the receive op ids.  ``src`` must hold them."""
+        contiguous run; return the receive op ids.  ``src`` must hold them.  With ``in_turn``, each
+        send starts once ``src``'s send before it has completed (see
+        :func:`colltune.algorithms.bcast.in_turn`)."""
         have, need = self.where[src], self.where[dst]
         todo = sorted(c for c in chunks if self._size(c) and c not in need)
         runs: list[list[int]] = []
@@ -79,7 +83,9 @@ class ChunkTracker:
             region = Region(self.buf, lo, hi - lo)
             r = self.b.recv(self.rank(dst), self.rank(src), region, tag)
             deps = sorted({have[c] for c in run} - {INITIAL})
-            self.b.send(self.rank(src), self.rank(dst), region, tag, requires=deps)
+            if in_turn and src in self._last_send:
+                deps.append(self._last_send[src])
+            self._last_send[src] = self.b.send(self.rank(src), self.rank(dst), region, tag, requires=deps)
             for c in run:
                 need[c] = r
             recvs.append(r)
