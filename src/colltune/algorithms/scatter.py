@@ -16,15 +16,16 @@ from colltune.collectives import Problem
 from colltune.schedule import Buf, Region, ScheduleBuilder
 
 
-def tree_scatter(b: ScheduleBuilder, problem: Problem, tree: Tree) -> None:
+def tree_scatter(b: ScheduleBuilder, problem: Problem, tree: Tree, turn: bool = False) -> None:
     """Scatter down any ``tree``.
 
     A rank whose subtree is only itself receives its block straight into RECV; an inner rank
     receives its subtree's blocks into SCRATCH in :meth:`Tree.layout` order (its own first),
-    copies its own to RECV and forwards each child's blocks as soon as they are in, to one child
-    after another in the tree's send order (:func:`colltune.algorithms.bcast.in_turn`): one message
-    per run of blocks contiguous at both ends (:meth:`Tree.hop_runs`), so one per child when
-    subtrees are ranges of relative ranks, two at the root where a range wraps past the last rank.
+    copies its own to RECV and forwards each child's blocks as soon as they are in, in the tree's
+    send order, with ``turn`` one child after another (:func:`colltune.algorithms.bcast.in_turn`):
+    one message per run of blocks contiguous at both ends (:meth:`Tree.hop_runs`), so one per child
+    when subtrees are ranges of relative ranks, two at the root where a range wraps past the last
+    rank.
     """
     P, root, m = problem.procs, problem.root, problem.size
     if m == 0:
@@ -48,8 +49,13 @@ def tree_scatter(b: ScheduleBuilder, problem: Problem, tree: Tree) -> None:
                        for _, dst, count in tree.hop_runs(rel, root)]
                 b.copy(me, Region(Buf.SCRATCH, 0, m), Region(Buf.RECV, 0, m), requires=got)
         from_buf = Buf.SEND if parent < 0 else Buf.SCRATCH
-        in_turn(b, me, [(rank(c), Region(from_buf, src * m, count * m))
-                        for c in tree.children[rel] for src, _, count in tree.hop_runs(c, root)], got)
+        sends = [(rank(c), Region(from_buf, src * m, count * m))
+                 for c in tree.children[rel] for src, _, count in tree.hop_runs(c, root)]
+        if turn:
+            in_turn(b, me, sends, got)
+        else:
+            for peer, region in sends:
+                b.send(me, peer, region, TAG_DATA, requires=got)
 
 
 @register("scatter", "flat_tree", source="paper 003 Table 2 (Flat Tree)", aliases=("linear", "flat"))
@@ -106,4 +112,4 @@ def _scatter_binomial(b: ScheduleBuilder, problem: Problem) -> None:
 
     ceil(log2 P) rounds with halving messages; cost sum_{j=0}^{ceil(log2 P)-1} g(2^j m) + ceil(log2 P) L.
     """
-    tree_scatter(b, problem, binomial_tree(problem.procs))
+    tree_scatter(b, problem, binomial_tree(problem.procs), turn=True)
