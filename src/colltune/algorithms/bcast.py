@@ -35,7 +35,7 @@ def tree_bcast(b: ScheduleBuilder, procs: int, root: int, n: int, tree: Tree, se
     Each non-root rank first posts the receives of all segments from its parent,
     then sends segment ``k`` to its children as soon as segment ``k`` has arrived, in
     the tree's send order: with ``turn``, one child after another, each send once the
-    one before has completed (:func:`in_turn`), else all at once.  With ``rendezvous``,
+    one before has completed (:func:`send_to_children`), else all at once.  With ``rendezvous``,
     every hop is ready-to-send, clear-to-send, data (paper 003 section 3), and a rank
     forwards only after the whole message has arrived.
     """
@@ -68,20 +68,17 @@ def tree_bcast(b: ScheduleBuilder, procs: int, root: int, n: int, tree: Tree, se
             continue
         got = [b.recv(me, rank(parent), Region(Buf.RECV, o, ln), TAG_DATA) for o, ln in segs] if parent >= 0 else []
         for k, (o, ln) in enumerate(segs):
-            sends = [(c, Region(Buf.RECV, o, ln)) for c in kids]
-            if turn:
-                in_turn(b, me, sends, got[k:k + 1])
-            else:
-                for c, region in sends:
-                    b.send(me, c, region, TAG_DATA, requires=got[k:k + 1])
+            send_to_children(b, me, [(c, Region(Buf.RECV, o, ln)) for c in kids], got[k:k + 1], turn)
 
 
-def in_turn(b: ScheduleBuilder, rank: int, sends: list[tuple[int, Region]], requires: list[int]) -> None:
-    """``rank`` sends each ``(peer, region)`` of ``sends`` once ``requires`` have completed, one
-    after another: each send starts when the one before has completed, as MPICH's binomial trees
-    call ``MPI_Send`` in a loop and as paper 003's Table 1 and 2 count a node's sends.  The
-    binomial trees send so (the largest subtree first), the k-ary trees and the pipelined ones post
-    all at once, as MPICH's ``tree`` with ``is_non_blocking`` 1 and ``pipelined_tree`` do.
+def send_to_children(b: ScheduleBuilder, rank: int, sends: list[tuple[int, Region]], requires: list[int],
+                     turn: bool) -> None:
+    """``rank`` sends each ``(peer, region)`` of ``sends`` (tag TAG_DATA) once ``requires`` have
+    completed: all at once, or with ``turn`` one after another, each send starting when the one
+    before has completed, as MPICH's binomial trees call ``MPI_Send`` in a loop and as paper 003's
+    Table 1 and 2 count a node's sends.  The binomial trees send in turn (the largest subtree
+    first), the k-ary trees and the pipelined ones post all at once, as MPICH's ``tree`` with
+    ``is_non_blocking`` 1 and ``pipelined_tree`` do.
 
     Why in turn: on a link of bandwidth B the sends of a parent share it, and its first child, the
     root of the largest subtree, has its message only when all of them have theirs.  Measured on the
@@ -92,9 +89,10 @@ def in_turn(b: ScheduleBuilder, rank: int, sends: list[tuple[int, Region]], requ
     tree in turn took 2.2x as long as MPICH's all-at-once tree at 32 KiB.  A send of an eager
     message completes as soon as the library has copied it, so small messages leave at once either
     way."""
-    before = list(requires)
+    before: list[int] = []
     for peer, region in sends:
-        before = [*requires, b.send(rank, peer, region, TAG_DATA, requires=before)]
+        sent = b.send(rank, peer, region, TAG_DATA, requires=[*requires, *before])
+        before = [sent] if turn else []
 
 
 @dataclass(frozen=True)
@@ -109,7 +107,7 @@ class TreeVariant:
     rendezvous: bool = False
     params: tuple[Param, ...] = ()
     aliases: tuple[str, ...] = ()
-    #: A parent sends to its children in turn (:func:`in_turn`), not all at once.
+    #: A parent sends to its children in turn (:func:`send_to_children`), not all at once.
     turn: bool = False
 
 
@@ -178,7 +176,7 @@ for _variant in TREE_VARIANTS:
 def _binomial_scatter(t: ChunkTracker) -> None:
     """Binomial scatter from relative rank 0: each rank receives its subtree's chunks
     (a contiguous run, since binomial subtrees are ranges of relative ranks), and sends to its
-    children in turn, largest subtree first (:func:`in_turn`)."""
+    children in turn, largest subtree first (:func:`send_to_children`)."""
     tree = binomial_tree(t.procs)
     size = tree.subtree_size
     for rel in tree.preorder:

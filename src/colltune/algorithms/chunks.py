@@ -65,7 +65,7 @@ class ChunkTracker:
         """Send the non-empty ``chunks`` that ``dst`` lacks from ``src`` to ``dst``, one message per
         contiguous run; return the receive op ids.  ``src`` must hold them.  With ``in_turn``, each
         send starts once ``src``'s send before it has completed (see
-        :func:`colltune.algorithms.bcast.in_turn`)."""
+        :func:`colltune.algorithms.bcast.send_to_children`)."""
         have, need = self.where[src], self.where[dst]
         todo = sorted(c for c in chunks if self._size(c) and c not in need)
         runs: list[list[int]] = []

@@ -8,7 +8,7 @@ into SCRATCH, keeps its own block and forwards the rest (see :func:`tree_scatter
 
 from __future__ import annotations
 
-from colltune.algorithms.bcast import in_turn
+from colltune.algorithms.bcast import send_to_children
 from colltune.algorithms.registry import register
 from colltune.algorithms.tags import TAG_DATA
 from colltune.algorithms.trees import Tree, binomial_tree, chain, flat_tree
@@ -22,7 +22,7 @@ def tree_scatter(b: ScheduleBuilder, problem: Problem, tree: Tree, turn: bool = 
     A rank whose subtree is only itself receives its block straight into RECV; an inner rank
     receives its subtree's blocks into SCRATCH in :meth:`Tree.layout` order (its own first),
     copies its own to RECV and forwards each child's blocks as soon as they are in, in the tree's
-    send order, with ``turn`` one child after another (:func:`colltune.algorithms.bcast.in_turn`):
+    send order, with ``turn`` one child after another (:func:`colltune.algorithms.bcast.send_to_children`):
     one message per run of blocks contiguous at both ends (:meth:`Tree.hop_runs`), so one per child
     when subtrees are ranges of relative ranks, two at the root where a range wraps past the last
     rank.
@@ -49,13 +49,8 @@ def tree_scatter(b: ScheduleBuilder, problem: Problem, tree: Tree, turn: bool = 
                        for _, dst, count in tree.hop_runs(rel, root)]
                 b.copy(me, Region(Buf.SCRATCH, 0, m), Region(Buf.RECV, 0, m), requires=got)
         from_buf = Buf.SEND if parent < 0 else Buf.SCRATCH
-        sends = [(rank(c), Region(from_buf, src * m, count * m))
-                 for c in tree.children[rel] for src, _, count in tree.hop_runs(c, root)]
-        if turn:
-            in_turn(b, me, sends, got)
-        else:
-            for peer, region in sends:
-                b.send(me, peer, region, TAG_DATA, requires=got)
+        send_to_children(b, me, [(rank(c), Region(from_buf, src * m, count * m))
+                                 for c in tree.children[rel] for src, _, count in tree.hop_runs(c, root)], got, turn)
 
 
 @register("scatter", "flat_tree", source="paper 003 Table 2 (Flat Tree)", aliases=("linear", "flat"))

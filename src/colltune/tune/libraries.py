@@ -112,7 +112,7 @@ _M = MPICHAlgorithm
 # is_non_blocking 1 (MPICH's default, MPIR_CVAR_BCAST_IS_NON_BLOCKING): the tree broadcasts post an
 # MPI_Isend to every child and wait for them all, as colltune's k-ary tree schedules do; with 0 they
 # send to one child after the other, blocking (bcast_intra_tree.c), as MPICH's binomial broadcast and
-# colltune's binomial trees do (colltune.algorithms.bcast.in_turn).
+# colltune's binomial trees do (colltune.algorithms.bcast.send_to_children).
 # recv_pre_posted 1: the pipelined tree posts the receives of all chunks at once, as the segmented
 # schedules do (with 0 it keeps three posted; bcast_intra_pipelined_tree.c).
 _KARY = {"tree_type": "kary", "is_non_blocking": 1, "topo_overhead": 0, "topo_diff_groups": 0,

@@ -334,23 +334,22 @@ def library_bench(table: DecisionTable, table_name: str, tools: Toolchain, procs
             where.mkdir()
             force_env.append(exported(fixed_table(choices, "colltune bench --forced", library=tools.library),
                                       tools.library, where)[0])
+        def client(coll: str, extra: dict[str, str]) -> dict[tuple[str, int], Timing]:
+            return run_client(exe, tools, procs, [coll], sizes, warmup, iterations, large_iterations, testbed, extra)
+
         for r in range(rounds):
             for coll in collectives:
-                def client(extra: dict[str, str], coll: str = coll) -> dict[tuple[str, int], Timing]:
-                    return run_client(exe, tools, procs, [coll], sizes, warmup, iterations, large_iterations,
-                                      testbed, extra)
-
                 for which, extra in (("default", {}), ("tuned", env)):
                     progress(f"round {r + 1}/{rounds}: {coll}: {tools.library} "
                              f"{'with the exported file' if extra else 'defaults'}")
-                    runs[which][r].update(client(extra))
+                    runs[which][r].update(client(coll, extra))
                 mine = [(forced_label(*choices[coll]), extra) for choices, extra in zip(force, force_env)
                         if coll in choices]
                 for i, (label, extra) in enumerate(mine):
                     if r > 0 and not _in_the_race(coll, label, runs, own):
                         continue
                     progress(f"round {r + 1}/{rounds}: {coll}: forced {i + 1}/{len(mine)}: {label}")
-                    for key, timing in client(extra).items():
+                    for key, timing in client(coll, extra).items():
                         own.setdefault(key, {}).setdefault(label, []).append(timing.slowest)
     cells = []
     for key in runs["default"][0]:
