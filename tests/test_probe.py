@@ -24,7 +24,9 @@ from colltune.probe import (
     fit_piecewise,
     fit_plogp,
     fit_tree,
+    loaded_latency,
     summarise,
+    with_loaded_latency,
 )
 from colltune.profiles import Profile, builtin, parse_profile
 
@@ -253,6 +255,60 @@ def test_cluster_latency_of_table_1_is_recovered():
     assert within(got.per_proc, want.per_proc) and within(got.base, want.base)
     assert within(got.per_byte, want.per_byte) and within(got.saturation, want.saturation)
     assert len(res) == len(sizes)
+
+
+@pytest.mark.parametrize(("procs", "measured_p", "hops"), [(8, (2, 4, 6, 8), 6), (5, (2, 4), 3), (16, (2, 4, 8), 14)])
+def test_the_loaded_latency_is_paper_000s_per_process_growth(procs, measured_p, hops):
+    """Round trips of p/2 concurrent pairs grow by 2 a per process (paper 000's L(m, p) = a p + b
+    + ...); the increment a job of ``procs`` ranks sees is a (procs - 2), from the largest p measured."""
+    rng = np.random.default_rng(procs)
+    a = 4e-6
+    base = 2 * (8e-6 + 2e-9 * PACKETS)  # a ping-pong's round trip at each packet size
+    trips = {p: measured(base + 2 * a * p, rng) for p in measured_p}
+    delta, increments = loaded_latency(trips, procs)
+    assert within(delta, a * hops)
+    assert sorted(increments) == [p for p in measured_p if p > 2]
+    assert all(within(v, a * (p - 2)) for p, v in increments.items())
+
+
+def test_the_loaded_latency_is_never_negative_and_needs_the_single_pair():
+    assert loaded_latency({2: [1e-5, 2e-5], 4: [0.9e-5, 1.9e-5]}, 8) == (0.0, {4: 0.0})
+    assert loaded_latency({2: [1e-5]}, 8) == (0.0, {})  # no p above 2: nothing to say
+    assert loaded_latency({2: [1e-5], 4: [3e-5]}, 2)[0] == 0.0  # two ranks: the ping-pong's own latency
+    with pytest.raises(ValueError, match="p = 2"):
+        loaded_latency({4: [1e-5]}, 8)
+
+
+@pytest.mark.parametrize(("collective", "algorithm", "hops"), [("allgather", "ring", 7), ("bcast", "binomial_tree", 3),
+                                                               ("gather", "flat_tree", 1)])
+@pytest.mark.parametrize(("network", "params"), [("plogp", "plogp"), ("hockney", "hockney"), ("loggops", "loggp"),
+                                                 ("logp", "logp")])
+def test_the_loaded_latency_costs_every_hop_of_the_longest_chain(collective, algorithm, hops, network, params):
+    """Added to the latency of the idle-ping-pong models, the increment lengthens a P = 8
+    collective by the hops of its critical path: 7 for the ring, log2 P for the binomial tree, 1
+    for the flat gather; the cluster model (its own L(m, p)) and PlogPT (loaded d(h)) keep theirs."""
+    from colltune.algorithms import REGISTRY
+    from colltune.sim import simulate
+
+    models = builtin("ethernet-10g-tcp").models
+    delta = 3e-5
+    loaded = with_loaded_latency(models, delta)
+    schedule = REGISTRY.get(collective, algorithm).schedule(8, 0, 4096)
+    before = simulate(schedule, network, getattr(models, params)).total
+    after = simulate(schedule, network, getattr(loaded, params)).total
+    assert after - before == pytest.approx(hops * delta, rel=1e-9)
+    assert loaded.cluster == models.cluster and loaded.plogpt == models.plogpt
+
+
+def test_the_loaded_latency_reaches_every_pair_of_the_latency_matrix_but_no_rank_itself():
+    from colltune.models.params import LatencyMatrix
+
+    models = builtin("ethernet-10g-tcp").models.model_copy(update={"latency": LatencyMatrix(
+        names=("a", "b"), latency=((0.0, 1e-5), (2e-5, 0.0)))})
+    got = with_loaded_latency(models, 1e-6).latency
+    assert got is not None and got.latency == ((0.0, 1e-5 + 1e-6), (2e-5 + 1e-6, 0.0))
+    with pytest.raises(ValueError, match=">= 0"):
+        with_loaded_latency(models, -1e-6)
 
 
 def test_profile_keeps_measurements_and_fits():

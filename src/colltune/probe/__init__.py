@@ -18,8 +18,11 @@ from colltune.probe.fit import (
     fit_piecewise,
     fit_plogp,
     fit_tree,
+    loaded_latency,
+    with_loaded_latency,
 )
 from colltune.probe.stats import summarise
 
 __all__ = ["Incast", "eager_threshold", "epsilon_s", "fit_cluster_latency", "fit_hockney", "fit_incast", "fit_loggp",
-           "fit_piecewise", "fit_plogp", "fit_tree", "summarise"]
+           "fit_piecewise", "fit_plogp", "fit_tree", "loaded_latency", "summarise",
+           "with_loaded_latency"]

@@ -32,7 +32,7 @@ from colltune.models.params import (
     Tabulated,
     TreeLevels,
 )
-from colltune.profiles.format import Fit
+from colltune.profiles.format import Fit, Models
 
 Array = Sequence[float] | np.ndarray
 
@@ -280,6 +280,48 @@ def cluster_latency(a: float, b: float, c: float, R: float, gs: Callable[[float]
     gsm = np.array([gs(v) for v in m])
     load = np.where((m > 0) & (gsm > 0), p * m / (R * np.where(gsm > 0, gsm, 1.0)), 0.0)
     return a * p + b + c * m * np.maximum(1.0, load)
+
+
+def loaded_latency(round_trips: dict[int, Array], procs: int) -> tuple[float, dict[int, float]]:
+    """How much longer a message takes when every rank of a job of ``procs`` ranks communicates at
+    once than when two do, s: paper 000's L(m, p) = a p + b + ..., whose a p grows with the
+    processes communicating (section 3), carried to models measured by one ping-pong.
+
+    ``round_trips[p]``: round trips (s) in p/2 concurrent ping-pong pairs, one per packet size, the
+    same sizes for every p (p = 2 among them).  The increment at p is the median over the sizes of
+    half the difference between p's round trip and 2's (one way), at least 0; a = the increment at
+    the largest p measured / (that p - 2), and the result a (procs - 2), 0 if no p above 2 was
+    measured or procs <= 2.  Returns (that result, the increment at each p above 2)."""
+    if 2 not in round_trips:
+        raise ValueError("the concurrent round trips must include p = 2, the ping-pong the models are fitted on")
+    base = np.asarray(round_trips[2], dtype=np.float64)
+    increments = {p: max(float(np.median((np.asarray(t, dtype=np.float64) - base) / 2)), 0.0)
+                  for p, t in sorted(round_trips.items()) if p > 2}
+    if not increments or procs <= 2:
+        return 0.0, increments
+    top = max(increments)
+    return increments[top] / (top - 2) * (procs - 2), increments
+
+
+def with_loaded_latency(models: Models, delta: float) -> Models:
+    """``models`` with ``delta`` seconds (:func:`loaded_latency`) added to the latency of every model
+    fitted on an idle ping-pong: Hockney's alpha, LogP's and LogGP's L, pLogP's L and every pair of
+    the latency matrix.  The cluster model has its own L(m, p); PlogPT's latencies d(h) are measured
+    under load."""
+    if delta < 0:
+        raise ValueError(f"a latency increment must be >= 0 s, got {delta}")
+    update: dict[str, object] = {}
+    if models.hockney is not None:
+        update["hockney"] = models.hockney.model_copy(update={"alpha": models.hockney.alpha + delta})
+    for name in ("logp", "loggp", "plogp"):
+        params = getattr(models, name)
+        if params is not None:
+            update[name] = params.model_copy(update={"L": params.L + delta})
+    if models.latency is not None:
+        grid = models.latency.latency
+        update["latency"] = models.latency.model_copy(update={"latency": tuple(
+            tuple(v + delta if i != j else v for j, v in enumerate(row)) for i, row in enumerate(grid))})
+    return models.model_copy(update=update)
 
 
 def fit_cluster_latency(procs: Array, sizes: Array, latency: Array,

@@ -18,6 +18,11 @@ What is measured, and how (kernels in :mod:`colltune.probe.measure`, fits in
   (the send call), gs (the PRTT gap), gr (all ranks sending to rank 0 at once), Or (the receive
   call of an arrived message), Ur (the probe that finds it) and L(m, p) by regression over
   concurrent ping-pong pairs (a ping-pong costs 2(Os + L + Or + Ur));
+- from the same concurrent pairs, how much longer a message takes when every rank communicates
+  than when two do (paper 000's a p, :func:`colltune.probe.fit.loaded_latency`), added to the
+  latency of the models fitted on one idle ping-pong (Hockney, LogP, LogGP, pLogP, the latency
+  matrix): collectives keep every rank busy, and where ranks share cores (the 8-host testbed on
+  2 cores) a step costs tens of microseconds more than an idle ping-pong says;
 - a check: the times of a few collectives (:data:`CHECKS`) at a few sizes, run by colltune's
   executor, which choose the profile's ``default_network``, the simulator's network model that
   predicts them best (:func:`choose_network`); the analytic ``default_model`` stays pLogP, whose
@@ -387,8 +392,19 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
         topology = topology.model_copy(update={"rto": lost.t_rto})
         notes.append(f"topology {topology.name!r}: rto {lost.t_rto * 1e3:.0f} ms, as the incast measured it (it "
                      f"timed out in {share:.0%} of its repetitions from the first size that timed out on)")
-    models = Models(hockney=hockney, logp=LogP(L=loggp.L, o=loggp.o, g=loggp.g), loggp=loggp, plogp=plogp,
-                    cluster=cluster, plogpt=plogpt, latency=latency)
+    delta, increments = fit.loaded_latency({p: m[f"transfer_p{p}"].medians for p in transfers}, P)
+    if increments:
+        m["loaded_latency"] = derived(
+            "s", "processes", list(increments), list(increments.values()),
+            [(m[f"transfer_p{p}"].points[0].iqr + m["transfer_p2"].points[0].iqr) / 4 for p in increments],
+            [m[f"transfer_p{p}"].points[0].reps for p in increments],
+            "one-way time in p/2 concurrent ping-pong pairs less that of one pair (median over the packet sizes)")
+    models = fit.with_loaded_latency(
+        Models(hockney=hockney, logp=LogP(L=loggp.L, o=loggp.o, g=loggp.g), loggp=loggp, plogp=plogp,
+               cluster=cluster, plogpt=plogpt, latency=latency), delta)
+    notes.append(f"loaded latency: {delta * 1e6:.1f} us added to the latency of hockney, logp, loggp, plogp and "
+                 f"latency (fitted on one idle ping-pong): a message takes that much longer when all {P} ranks "
+                 "communicate at once (paper 000's a p, from the concurrent ping-pong pairs)")
     network, errors = choose_network(models, P, cases, [t.median for t in checks], topology)
     over = "" if topology is None else f" (endpoint models carried over topology {topology.name!r})"
     ranked = ", ".join(f"{n} {e:.0%}" for n, e in sorted(errors.items(), key=lambda ne: ne[1]))
