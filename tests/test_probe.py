@@ -17,6 +17,7 @@ from colltune.models.params import LogGP
 from colltune.probe import (
     eager_threshold,
     epsilon_s,
+    epsilon_t,
     fit_cluster_latency,
     fit_hockney,
     fit_incast,
@@ -228,6 +229,15 @@ def test_an_incast_fit_rejects_what_it_cannot_fit():
 def test_epsilon_s_is_the_widest_squared_log_spread():
     eps = epsilon_s([(100.0, 110.0), (200.0, 200.0)], [(1e-3, 1.2e-3), (0.0, 1e-3)])
     assert eps == pytest.approx(np.log(1.1) ** 2 + np.log(1.2) ** 2)
+
+
+def test_epsilon_t_is_the_widest_latency_spread_under_load_but_at_least_one_packet():
+    """Paper 001: epsilon_T absorbs the jitter of arrivals, larger than one packet's processing."""
+    assert epsilon_t([(1e-5, 2e-5), (1e-3, 4e-3), (2e-3, 3e-3)], 1.2e-5) == pytest.approx(3e-3)
+    assert epsilon_t([(1e-5, 1.2e-5)], 1.2e-5) == 1.2e-5
+    assert epsilon_t([], 1e-5) == 1e-5
+    with pytest.raises(ValueError, match="one packet"):
+        epsilon_t([(1e-5, 2e-5)], float("nan"))
 
 
 @pytest.mark.parametrize("name", ["Os", "gs", "gr", "Or"])

@@ -337,6 +337,8 @@ def test_rto_hits_a_send_ending_as_another_to_its_destination_starts_across_a_sw
     assert result.end[r3] == 8 + 8 + 3
     without = simulate(schedule, "plogpt", params.model_copy(update={"eps_t": None}))
     assert not without.rto.any() and without.total == 19
+    free = simulate(schedule, "plogpt", params.model_copy(update={"t_rto": 0.0}))  # the probe's "no timeouts"
+    assert not free.rto.any() and free.total == 19
 
 
 # -- finite switch buffers (paper 000 eq. 3-4) -----------------------------------------------------

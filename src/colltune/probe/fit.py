@@ -253,6 +253,17 @@ def epsilon_s(b_quartiles: Sequence[tuple[float, float]], d_quartiles: Sequence[
     return max(worst, 1e-6)
 
 
+def epsilon_t(latency_quartiles: Sequence[tuple[float, float]], packet_time: float) -> float:
+    """epsilon_T of eq. 14, s: paper 001 sets it to absorb the jitter of packet arrival times,
+    "ordinarily larger than the time consumed to process one packet".  The jitter is read as the
+    widest interquartile range of the one-way latency under the tree load (``latency_quartiles``,
+    (q1, q3) per height, s), and never below ``packet_time`` (s), the time to take in one packet."""
+    if not packet_time >= 0:
+        raise ValueError(f"the time to process one packet must be >= 0 s, got {packet_time}")
+    jitter = max((hi - lo for lo, hi in latency_quartiles if hi >= lo), default=0.0)
+    return max(jitter, packet_time)
+
+
 def fit_piecewise(sizes: Array, values: Array, threshold: int = 40) -> tuple[Piecewise, np.ndarray]:
     """Paper 000's cost ``slope m + intercept`` fitted (non-negative least squares) separately to
     the sizes at most ``threshold`` bytes and above it; a side with fewer than two sizes takes

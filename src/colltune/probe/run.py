@@ -325,11 +325,18 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
     m["incast_late"] = derived("fraction", "bytes", plan.incast_sizes, lost.late, [0.0] * len(lost.late),
                                [plan.incast_reps] * len(lost.late), "repetitions of the incast later than its "
                                f"lossless line by more than {fit.TCP_RTO_MIN / 2:g} s (a retransmission timeout)")
-    t_rto = fit.TCP_RTO_MIN if lost.t_rto is None else lost.t_rto
     notes.append(_incast_note(lost))
-    plogpt = PlogPT(L=L_bi, g=g_bi, bidirectional=levels[True], unidirectional=levels[False], eps_s=eps_s, t_rto=t_rto)
+    share = lost.timeout_share()
+    times_out = lost.t_rto is not None and share is not None and share >= 0.5
+    eps_t = fit.epsilon_t([(p.q1, p.q3) for p in m["tree_latency_bi"].points], float(m["receive_gap"].medians[-1]))
+    plogpt = PlogPT(L=L_bi, g=g_bi, bidirectional=levels[True], unidirectional=levels[False], eps_s=eps_s,
+                    t_rto=lost.t_rto if times_out and lost.t_rto is not None else 0.0, eps_t=eps_t)
     notes.append(f"plogpt: tree of depth {depth} over ranks 0..{2 ** depth - 1}; epsilon_S = {eps_s:.3g} from the "
-                 "spread of the bidirectional b(h), d(h); epsilon_T is not measured (the RTO rule stays off)")
+                 f"spread of the bidirectional b(h), d(h); epsilon_T = {eps_t * 1e6:.0f} us, the widest spread of d(h) "
+                 f"(at least one packet's receive gap); T_RTO " + (
+                     f"{plogpt.t_rto * 1e3:.0f} ms, as the incast measured it" if times_out else
+                     f"0 (the RTO rule charges nothing): the incast timed out in {share or 0:.0%} of its repetitions "
+                     "from the first size that timed out on, so a timeout does not move a median time"))
 
     assert pairs is not None
     keys = sorted(pairs)
@@ -382,8 +389,7 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
                          [(t.q3 - t.q1) / 2 for t in checks], [t.reps for t in checks],
                          "the slowest rank's median time of " + ", ".join(f"{c}/{a}" for c, a in CHECKS) +
                          f", each with blocks of {', '.join(str(s) for s in plan.check_sizes)} B in turn")
-    share = lost.timeout_share()
-    if topology is not None and (share is None or share < 0.5):
+    if topology is not None and not times_out:
         topology = topology.model_copy(update={"rto": 0.0})
         notes.append(f"topology {topology.name!r}: rto 0 (a port that overflows costs the resend of what it "
                      f"dropped): the incast timed out in {share or 0:.0%} of its repetitions from the first size "
