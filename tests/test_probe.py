@@ -321,6 +321,21 @@ def test_the_loaded_latency_reaches_every_pair_of_the_latency_matrix_but_no_rank
         with_loaded_latency(models, -1e-6)
 
 
+def test_cluster_latency_near_zero_for_one_pair_does_not_collapse_the_fit():
+    """The probe's transfer time (one way less the endpoint costs) can be about 0 for one pair and
+    tens of microseconds for four (the 8-host testbed); weighed against the one-way times, the
+    fit keeps a growing latency instead of a = b = c = 0 (which relative errors on those near-zero
+    points forced)."""
+    rng = np.random.default_rng(3)
+    a = 3e-6
+    procs = np.repeat([2, 4, 6, 8], len(PACKETS))
+    sizes = np.tile(PACKETS, 4)
+    transfer = a * (procs - 2) + rng.normal(0, 3e-7, len(procs))
+    got, res = fit_cluster_latency(procs, sizes, transfer, lambda m: 1e-6, transfer + 1e-5)
+    assert got.per_proc > a / 3
+    assert np.sqrt(np.mean((res / (transfer + 1e-5)) ** 2)) < 0.2
+
+
 def test_profile_keeps_measurements_and_fits():
     base = json.loads(builtin("ethernet-10g-tcp").to_json())
     base["measurements"] = {"rtt": {"unit": "s", "x_name": "bytes", "x": [0, 1],

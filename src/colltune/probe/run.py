@@ -363,7 +363,7 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
         fits[f"cluster_{key}"] = fit.record((series_name,), "non-negative least squares per side of 40 B", res)
     ur = max(float(np.median(m["packet_poll"].medians)), 0.0)
     costs["Ur"] = Piecewise.same(Linear(intercept=ur))
-    procs_col, size_col, transfer = [], [], []
+    procs_col, size_col, transfer, one_way = [], [], [], []
     for p, samples in transfers.items():
         key = f"transfer_p{p}"
         m[key] = series("s", "bytes", ps, samples, f"round trips in {p // 2} concurrent ping-pong pairs")
@@ -371,9 +371,11 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
             procs_col.append(p)
             size_col.append(s)
             transfer.append(point.median / 2 - costs["Os"](s) - costs["Or"](s) - ur)
-    cl, res = fit.fit_cluster_latency(procs_col, size_col, transfer, costs["gs"])
+            one_way.append(point.median / 2)
+    cl, res = fit.fit_cluster_latency(procs_col, size_col, transfer, costs["gs"], one_way)
     fits["cluster_L"] = fit.record(tuple(f"transfer_p{p}" for p in transfers),
-                                   "L = RTT/2 - Os - Or - Ur, least squares of a p + b + c m max(1, p m/(R gs))", res)
+                                   "L = RTT/2 - Os - Or - Ur, least squares of a p + b + c m max(1, p m/(R gs)) "
+                                   "relative to RTT/2", res)
     buffer = lost.buffer()
     cluster = ClusterModel(Os=costs["Os"], gs=costs["gs"], gr=costs["gr"], Or=costs["Or"], Ur=costs["Ur"], L=cl,
                            BL=0 if buffer is None else int(buffer // max(ps)), mtu=max(ps))
