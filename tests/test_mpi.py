@@ -203,7 +203,8 @@ def test_quick_probe_writes_a_consistent_profile(procs: int, topology: str | Non
     assert all(0 <= p.median <= 1 for p in late.points)
     note = next(n for n in prov.notes if n.startswith(f"incast: {procs - 1} senders"))
     if not any(p.median > 0 for p in late.points):  # shared memory drops nothing
-        assert "no repetition timed out" in note and models.plogpt.t_rto == 0.2
+        # PlogPT charges a timeout only when most repetitions timed out (here none did)
+        assert "no repetition timed out" in note and models.plogpt.t_rto == 0.0
         senders, largest = procs - 1, max(incast.x)
         assert models.cluster.BL == int(senders * largest * (1 - 1 / senders) // models.cluster.mtu)
     # every measurement carries its spread, every fit its residuals
