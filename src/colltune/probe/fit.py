@@ -159,6 +159,14 @@ class Incast:
         first = next((i for i, f in enumerate(self.late) if f > 0), None)
         return None if first is None else float(np.mean(self.late[first:]))
 
+    def charged_rto(self) -> float:
+        """The retransmission timeout a model should charge a flow that overflows a port, s: the
+        measured ``t_rto`` when the incast timed out in most of its repetitions (:meth:`timeout_share`
+        at least a half), else 0, since a timeout then does not move a median time.  PlogPT's T_RTO
+        and a topology's ``rto`` both take it."""
+        share = self.timeout_share()
+        return self.t_rto if self.t_rto is not None and share is not None and share >= 0.5 else 0.0
+
     def buffer(self) -> float | None:
         """Paper 000's switch buffer BL, bytes, that the incast shows: eq. 4's transfer ratio
         D/A + BL/k is 1 for k = ``senders`` * size bytes offered at A = ``senders`` times the

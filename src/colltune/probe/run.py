@@ -326,17 +326,17 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
                                [plan.incast_reps] * len(lost.late), "repetitions of the incast later than its "
                                f"lossless line by more than {fit.TCP_RTO_MIN / 2:g} s (a retransmission timeout)")
     notes.append(_incast_note(lost))
-    share = lost.timeout_share()
-    times_out = lost.t_rto is not None and share is not None and share >= 0.5
+    rto, share = lost.charged_rto(), lost.timeout_share()
+    rto_why = (f"{rto * 1e3:.0f} ms, as the incast measured it (it timed out in {share or 0:.0%} of its repetitions "
+               "from the first size that timed out on)" if rto > 0 else
+               f"0 (a drop costs only its resend): the incast timed out in {share or 0:.0%} of its repetitions "
+               "from the first size that timed out on, so a timeout does not move a median time")
     eps_t = fit.epsilon_t([(p.q1, p.q3) for p in m["tree_latency_bi"].points], float(m["receive_gap"].medians[-1]))
     plogpt = PlogPT(L=L_bi, g=g_bi, bidirectional=levels[True], unidirectional=levels[False], eps_s=eps_s,
-                    t_rto=lost.t_rto if times_out and lost.t_rto is not None else 0.0, eps_t=eps_t)
+                    t_rto=rto, eps_t=eps_t)
     notes.append(f"plogpt: tree of depth {depth} over ranks 0..{2 ** depth - 1}; epsilon_S = {eps_s:.3g} from the "
                  f"spread of the bidirectional b(h), d(h); epsilon_T = {eps_t * 1e6:.0f} us, the widest spread of d(h) "
-                 f"(at least one packet's receive gap); T_RTO " + (
-                     f"{plogpt.t_rto * 1e3:.0f} ms, as the incast measured it" if times_out else
-                     f"0 (the RTO rule charges nothing): the incast timed out in {share or 0:.0%} of its repetitions "
-                     "from the first size that timed out on, so a timeout does not move a median time"))
+                 f"(at least one packet's receive gap); T_RTO {rto_why}")
 
     assert pairs is not None
     keys = sorted(pairs)
@@ -391,15 +391,9 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
                          [(t.q3 - t.q1) / 2 for t in checks], [t.reps for t in checks],
                          "the slowest rank's median time of " + ", ".join(f"{c}/{a}" for c, a in CHECKS) +
                          f", each with blocks of {', '.join(str(s) for s in plan.check_sizes)} B in turn")
-    if topology is not None and not times_out:
-        topology = topology.model_copy(update={"rto": 0.0})
-        notes.append(f"topology {topology.name!r}: rto 0 (a port that overflows costs the resend of what it "
-                     f"dropped): the incast timed out in {share or 0:.0%} of its repetitions from the first size "
-                     "that timed out on, so a timeout does not move a median time")
-    elif topology is not None and lost.t_rto is not None:
-        topology = topology.model_copy(update={"rto": lost.t_rto})
-        notes.append(f"topology {topology.name!r}: rto {lost.t_rto * 1e3:.0f} ms, as the incast measured it (it "
-                     f"timed out in {share:.0%} of its repetitions from the first size that timed out on)")
+    if topology is not None:
+        topology = topology.model_copy(update={"rto": rto})
+        notes.append(f"topology {topology.name!r}: rto {rto_why}")
     delta, increments = fit.loaded_latency({p: m[f"transfer_p{p}"].medians for p in transfers}, P)
     if increments:
         m["loaded_latency"] = derived(
