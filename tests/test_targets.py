@@ -22,6 +22,7 @@ from colltune.profiles.format import Provenance
 from colltune.sim import simulate
 from colltune.tune import NATIVE, Block, DecisionTable, Rule, build_table, read_table, write_table
 from colltune.tune.export import mpich_json, openmpi_rules
+from colltune.tune.libraries import OPENMPI_FIXED_ONLY
 from colltune.tune.select import SimPricer
 from colltune.tune.table import TableError, parse_table
 from colltune.tune.targets import (
@@ -43,8 +44,8 @@ def every_mpich_table(procs: int = 8, procs_max: int = 64, library: str = "mpich
     64 KiB, and native, each owning RULE_STEP bytes, for 1..procs_max ranks."""
     colls: dict[str, tuple[Block, ...]] = {}
     for coll in ("bcast", "scatter", "gather", "allgather", "alltoall", "reduce", "allreduce", "barrier"):
-        choices = [(NATIVE, {})] + [(a.name, v) for (c, _), a in TARGETS[library].items() if c == coll
-                                    for v in a.variants(procs, 65536)]
+        choices = [(NATIVE, {})] + [(name, v) for name in LibrarySpace(library).names(coll)
+                                    for v in TARGETS[library][(coll, name)].variants(procs, 65536)]
         if coll == "barrier":
             choices = choices[1:]
         rules = tuple(Rule(size_min=i * RULE_STEP, size_max=None if i + 1 == len(choices) else (i + 1) * RULE_STEP - 1,
@@ -255,8 +256,9 @@ def test_forcing_runs_each_open_mpi_algorithm(openmpi_venv: Path, colltune_sited
 def test_open_mpi_runs_every_algorithm_of_its_catalogue_from_the_export(tmp_path: Path, openmpi_venv: Path) -> None:
     table = every_mpich_table(library="openmpi")
     rules, notes = openmpi_rules(table)
-    assert notes and all(n.startswith(("Open MPI: scatter", "Open MPI: reduce", "Open MPI: allreduce")) for n in notes)
-    # written as decided; only what Open MPI's rules file cannot carry safely is left to it (export.py)
+    assert notes == ["Open MPI: scatter is left to Open MPI's fixed rules: " + OPENMPI_FIXED_ONLY["scatter"]]
+    # written as decided: the candidates are what a rules file can carry (a scatter has only native);
+    # reduce and allreduce, checked below with a non-commutative operation, keep rank order
     (tmp_path / "ompi.rules").write_text(rules)
     lines = {tuple(line.split()) for line in rules.splitlines()}
     for coll in ("bcast",):  # sizes not scaled by P: every boundary reads back as decided
@@ -302,6 +304,26 @@ def test_library_defaults_name_the_librarys_own_parameter_values() -> None:
     assert ompi.library_default("bcast", "binomial", {"segsize": 0})
     assert {"chunk_size": 8192} in [{"chunk_size": v["chunk_size"]} for v in
                                     mpich.combos("bcast", "pipelined_tree", 8, 16384)]
+
+
+def test_open_mpi_candidates_are_what_a_rules_file_can_carry() -> None:
+    """A rules file cannot tell a non-commutative operation nor the root's scatter count from the
+    others', so the tuner for Open MPI never decides what the export could not write; the catalogue
+    keeps those algorithms (benchmarks force them) and a table naming one is refused."""
+    ompi = LibrarySpace("openmpi")
+    assert ompi.names("scatter") == []
+    assert ompi.names("reduce") == ["linear", "rabenseifner"]
+    assert ompi.names("allreduce") == ["nonoverlapping", "recursive_doubling", "rabenseifner"]
+    assert ompi.names("bcast") == [n for c, n in TARGETS["openmpi"] if c == "bcast"]
+    assert {("reduce", "binomial"), ("allreduce", "ring"), ("scatter", "binomial")} <= set(TARGETS["openmpi"])
+    assert LibrarySpace("mpich").names("scatter") == [n for c, n in TARGETS["mpich"] if c == "scatter"]
+    for coll, name, params in (("reduce", "binomial", {"segsize": 0}), ("allreduce", "ring", {}),
+                               ("scatter", "binomial", {})):
+        rule = Rule(size_min=0, size_max=None, algorithm=name, params=params)
+        table = DecisionTable(method="model", provenance=Provenance(source="tests"), library="openmpi",  # type: ignore[arg-type]
+                              collectives={coll: (Block(procs_min=2, procs_max=8, tuned_at=(8,), rules=(rule,)),)})
+        with pytest.raises(TableError, match=f"Open MPI {coll}/{name} cannot go in a rules file"):
+            openmpi_rules(table)
 
 
 @pytest.mark.parametrize("algorithm", ["flat_tree", "binary_tree", "knomial_tree", "flat_tree_segmented",

@@ -13,7 +13,13 @@ libraries key on their own message size, which the export converts to:
 
 A table tuned for MPICH's own algorithms (``library`` ``"mpich"``, :mod:`colltune.tune.targets`)
 is written as decided: each rule's container with its parameters, nothing substituted; it
-cannot be exported to Open MPI.
+cannot be exported to Open MPI.  The same holds for a table tuned for Open MPI's own algorithms.
+
+Open MPI's rules cannot tell a non-commutative operation, nor the root's send count of a scatter
+from the others': reduce and allreduce rules name only the algorithms that keep rank order
+(:data:`~colltune.tune.libraries.OPENMPI_ANY_OPERATION`; a colltune rule that maps to another is
+written as algorithm 0, with a note), and scatter is left to Open MPI's fixed rules.  The tuner for
+Open MPI's own algorithms never chooses those (:class:`~colltune.tune.targets.LibrarySpace`).
 
 ``native`` rules become the library's own choice: Open MPI's fixed rules (algorithm 0), and in
 MPICH a subtree with MPICH's default decisions (:func:`mpich_default`).  Every mapping that is
@@ -25,19 +31,18 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from colltune.tune.libraries import MPICH, OPENMPI, OPENMPI_IDS, MPICHAlgorithm
+from colltune.tune.libraries import (
+    MPICH,
+    OPENMPI,
+    OPENMPI_ANY_OPERATION,
+    OPENMPI_FIXED_ONLY,
+    OPENMPI_IDS,
+    MPICHAlgorithm,
+    openmpi_rule_problem,
+)
 from colltune.tune.table import NATIVE, Block, DecisionTable, Rule, TableError
 from colltune.tune.targets import MPICH_ALGORITHMS, OPENMPI_ALGORITHMS
 
-#: Left to Open MPI's fixed rules: a rules file cannot test for a non-commutative operation, and
-#: several of Open MPI's reduce and allreduce algorithms then combine out of rank order (seen with
-#: Open MPI 5.0.11: wrong results from binomial reduce and segmented-ring allreduce for a
-#: non-commutative user operation), which its fixed rules avoid.
-_NONCOMMUTATIVE = ("left to Open MPI's fixed rules: a rules file cannot tell a non-commutative operation, "
-                   "which several of Open MPI's algorithms combine out of rank order")
-OPENMPI_SKIPPED = {"reduce": _NONCOMMUTATIVE, "allreduce": _NONCOMMUTATIVE,
-                   "scatter": "left to Open MPI's fixed rules: Open MPI sizes a scatter from the send count, which "
-                              "only the root passes, so the ranks would pick different algorithms"}
 #: Collectives whose Open MPI message size is the whole buffer P*m.
 _OMPI_TOTAL = {"allgather", "alltoall", "gather", "scatter"}
 #: Collectives for which MPICH defines avg_msg_size; the others use total_msg_size.
@@ -80,9 +85,19 @@ def _ompi_rule(collective: str, rule: Rule, notes: list[str], own: bool = False)
         return 0, 0, 0, 0
     if own:
         a = OPENMPI_ALGORITHMS[(collective, rule.algorithm)]
+        problem = openmpi_rule_problem(collective, a.number)
+        if problem:
+            raise TableError(f"Open MPI {collective}/{rule.algorithm} cannot go in a rules file: {problem}")
         return (a.number, int(rule.params.get("faninout", 0)), int(rule.params.get("segsize", 0)),
                 int(rule.params.get("max_requests", 0)))
     o = OPENMPI[(collective, rule.algorithm)]
+    problem = openmpi_rule_problem(collective, o.number)
+    if problem:
+        line = (f"Open MPI: {collective}/{rule.algorithm} would be {o.name} ({o.number}); left to Open MPI's "
+                f"fixed rules: {problem}")
+        if line not in notes:
+            notes.append(line)
+        return 0, 0, 0, 0
     _note(notes, "Open MPI", collective, rule.algorithm, f"{o.name} ({o.number})", o.exact, o.note)
     seg = int(rule.params[o.segsize_from]) if o.segsize_from else 0
     req = int(rule.params[o.max_requests_from]) if o.max_requests_from else 0
@@ -111,8 +126,11 @@ def _openmpi_collectives(table: DecisionTable, notes: list[str]) -> list[str]:
     _require_library(table, "openmpi", "Open MPI")
     out = []
     for coll, blocks in table.collectives.items():
-        if coll in OPENMPI_SKIPPED and blocks:
-            notes.append(f"Open MPI: {coll} is {OPENMPI_SKIPPED[coll]}")
+        if coll in OPENMPI_FIXED_ONLY and blocks:
+            named = [r.algorithm for b in blocks for r in b.rules if r.algorithm != NATIVE]
+            if table.library == "openmpi" and named:
+                raise TableError(f"Open MPI {coll}/{named[0]} cannot go in a rules file: {OPENMPI_FIXED_ONLY[coll]}")
+            notes.append(f"Open MPI: {coll} is left to Open MPI's fixed rules: {OPENMPI_FIXED_ONLY[coll]}")
         elif blocks:
             out.append(coll)
     return out
@@ -414,8 +432,14 @@ def libraries_markdown() -> str:
               "files is in [tune.md](tune.md)."), ""]
     for coll in dict.fromkeys(c for c, _ in OPENMPI):
         lines += [f"## {coll}", ""]
-        if coll in OPENMPI_SKIPPED:
-            lines += [f"Open MPI: {coll} is {OPENMPI_SKIPPED[coll]}; the export writes no rules for it.", ""]
+        if coll in OPENMPI_FIXED_ONLY:
+            lines += [f"Open MPI: the export writes no {coll} rules, leaving {coll} to Open MPI's fixed rules: "
+                      f"{OPENMPI_FIXED_ONLY[coll]}.", ""]
+        elif coll in OPENMPI_ANY_OPERATION:
+            safe = ", ".join(str(n) for n in sorted(OPENMPI_ANY_OPERATION[coll]))
+            lines += [f"Open MPI: a rules file cannot tell a non-commutative operation, so the export names only "
+                      f"{coll} algorithms that combine in rank order for one ({safe}); a rule mapping to another "
+                      f"is left to Open MPI's fixed rules.", ""]
         lines += ["| colltune | Open MPI | MPICH |", "| --- | --- | --- |"]
         lines += [f"| `{alg}` | {_ompi_cell(o)} | {_mpich_cell(MPICH[(coll, alg)])} |"
                   for (c, alg), o in OPENMPI.items() if c == coll]

@@ -51,6 +51,34 @@ class MPICHAlgorithm:
 OPENMPI_IDS = {"allgather": 0, "allreduce": 2, "alltoall": 3, "barrier": 6, "bcast": 7, "gather": 9,
                "reduce": 11, "scatter": 15}
 
+#: coll/tuned algorithm numbers a rules file may name for a reduction: a rules file cannot tell a
+#: non-commutative operation, so only those that give MPI's rank-order result for one too.  From Open
+#: MPI 5's coll_base_reduce.c and coll_base_allreduce.c: linear (1) and in-order binary (6) reduce
+#: combine in rank order, Rabenseifner's reduce (7) and allreduce (6) fall back to the linear
+#: algorithm for a non-commutative operation, recursive doubling (3) orders each pair, basic linear
+#: (1) and nonoverlapping (2) allreduce reduce through these same rules; chain, pipeline, binary,
+#: binomial and k-nomial reduce, the two ring allreduces and allgather-reduce do not (Open MPI 5.0.11
+#: gave wrong results from binomial reduce and segmented-ring allreduce in this project's tests).
+OPENMPI_ANY_OPERATION = {"reduce": frozenset({1, 6, 7}), "allreduce": frozenset({1, 2, 3, 6})}
+#: Collectives a rules file leaves to Open MPI's fixed rules whatever was decided, and why.
+OPENMPI_FIXED_ONLY = {"scatter": "Open MPI sizes a scatter from the send count, which only the root passes, "
+                                 "so the ranks would pick different algorithms"}
+
+
+def openmpi_rule_problem(collective: str, number: int) -> str | None:
+    """Why a rules file must not name coll/tuned algorithm ``number`` for ``collective`` (None if it
+    may; 0, Open MPI's fixed decision, always may): :data:`OPENMPI_FIXED_ONLY`,
+    :data:`OPENMPI_ANY_OPERATION`."""
+    if number == 0:
+        return None
+    if collective in OPENMPI_FIXED_ONLY:
+        return OPENMPI_FIXED_ONLY[collective]
+    if number not in OPENMPI_ANY_OPERATION.get(collective, frozenset({number})):
+        return ("it combines out of rank order for a non-commutative operation, which a rules file cannot "
+                "tell from a commutative one")
+    return None
+
+
 _O = OpenMPIAlgorithm
 _ONLY_LINEAR = "Open MPI's basic linear algorithm"
 OPENMPI: dict[tuple[str, str], OpenMPIAlgorithm] = {

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from colltune.models import Unavailable
+from colltune.tune.libraries import openmpi_rule_problem
 from colltune.tune.table import NATIVE
 
 Params = dict[str, Any]
@@ -332,12 +333,15 @@ def check_params(library: str, collective: str, name: str, params: Params) -> No
 
 @dataclass(frozen=True)
 class LibrarySpace:
-    """The tuner's candidates for ``library``: its catalogue's algorithms and their variants."""
+    """The tuner's candidates for ``library``: its catalogue's algorithms and their variants, less
+    those the library's file cannot carry (Open MPI: :func:`~colltune.tune.libraries.openmpi_rule_problem`;
+    they stay in the catalogue, forced by benchmarks), so that the export writes what was decided."""
 
     library: str
 
     def names(self, collective: str) -> list[str]:
-        return [n for (c, n) in TARGETS[self.library] if c == collective]
+        return [n for (c, n), a in TARGETS[self.library].items()
+                if c == collective and (self.library != "openmpi" or openmpi_rule_problem(c, a.number) is None)]
 
     def combos(self, collective: str, name: str, procs: int, size: int) -> list[Params]:
         return library_algorithm(self.library, collective, name).variants(procs, size)
