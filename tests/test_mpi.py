@@ -176,6 +176,8 @@ def test_quick_probe_writes_a_consistent_profile(procs: int, topology: str | Non
 
     checks = len(CHECKS) * len(PLANS["quick"].check_sizes)
     assert profile.default_network in NETWORKS and len(profile.measurements["check"].points) == checks
+    # then as many cases again where the two best models of the check disagree most
+    assert len(profile.measurements["check_discriminating"].points) == len(CHECKS)
     assert any(note.startswith(f"default_network {profile.default_network}:") for note in prov.notes)
     if topology is None:
         assert profile.topology is None

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from colltune.cli import main
+from colltune.errors import ColltuneError
 from colltune.models.cluster import TABLE1
 from colltune.models.params import LogGP
 from colltune.probe import (
@@ -414,6 +415,35 @@ def test_the_network_model_that_predicts_the_check_is_chosen(network):
     assert len(errors) >= 4  # every one the profile has parameters for, but plogp-bi: no bidirectional table
     assert max(errors.values()) > 0.1  # the others are told apart
 
+
+
+def test_the_second_check_takes_the_cases_the_two_best_models_disagree_on_most():
+    """The cases after the check are those where the two models with the smallest check errors
+    predict the most different times: any case left out differs less between them than every case
+    taken; none repeats the check; a barrier (no blocks) is never taken."""
+    from colltune.algorithms import REGISTRY
+    from colltune.probe.run import CHECKS, discriminating_cases
+    from colltune.sim import simulate
+
+    models = builtin("ethernet-10g-tcp").models
+    sizes, done = (4096, 65536), [(c, a, 4096) for c, a in CHECKS]
+    errors = {"hockney": 0.3, "loggops": 0.1, "logp": 0.2, "plogp": 0.9}
+    chosen = discriminating_cases(models, 5, errors, sizes, done, 6)
+    assert len(chosen) == len(set(chosen)) == 6 and not set(chosen) & set(done)
+    assert all(c != "barrier" and s in sizes for c, _, s in chosen)
+
+    def apart(case: tuple[str, str, int]) -> float | None:
+        try:
+            sched = REGISTRY.get(case[0], case[1]).schedule(5, 0, case[2])
+            a, b = simulate(sched, "loggops", models.loggp).total, simulate(sched, "logp", models.logp).total
+        except ColltuneError:
+            return None  # needs parameters, or not on 5 ranks: not a candidate
+        return abs(float(np.log(a / b)))
+
+    least = min(apart(c) or 0.0 for c in chosen)
+    others = {(a.collective, a.name, s) for a in REGISTRY for s in sizes if a.collective != "barrier"}
+    rest = [x for x in map(apart, others - set(chosen) - set(done)) if x is not None]
+    assert least > 0 and len(rest) > 20 and max(rest) <= least + 1e-12
 
 
 def test_the_check_error_weighs_the_tail_as_much_as_the_median():

@@ -24,9 +24,11 @@ What is measured, and how (kernels in :mod:`colltune.probe.measure`, fits in
   matrix): collectives keep every rank busy, and where ranks share cores (the 8-host testbed on
   2 cores) a step costs tens of microseconds more than an idle ping-pong says;
 - a check: the times of a few collectives (:data:`CHECKS`) at a few sizes, run by colltune's
-  executor, which choose the profile's ``default_network``, the simulator's network model that
-  predicts them best (:func:`choose_network`); the analytic ``default_model`` stays pLogP, whose
-  formulas cover the most algorithms.
+  executor, then of as many more cases again on which the two network models that predict the
+  first ones best disagree most (:func:`discriminating_cases`), which choose the profile's
+  ``default_network``, the simulator's network model that predicts them all best
+  (:func:`choose_network`); the analytic ``default_model`` stays pLogP, whose formulas cover the
+  most algorithms.
 
 Every quantity is kept in the profile's ``measurements`` with its median, quartiles, repetitions
 and rejected outliers; every fit in ``fits`` with its residuals.
@@ -43,6 +45,7 @@ from mpi4py import MPI
 
 from colltune import __version__
 from colltune.algorithms import REGISTRY
+from colltune.collectives import get_collective
 from colltune.errors import ColltuneError
 from colltune.grid.levels import group_levels
 from colltune.models.params import (
@@ -62,7 +65,7 @@ from colltune.probe.measure import Meter
 from colltune.probe.stats import derived, series, summarise
 from colltune.profiles.format import Fit, Models, Profile, Provenance, Series
 from colltune.sim import NETWORKS, Topology, simulate, topology_for
-from colltune.tune.measure import time_collective
+from colltune.tune.measure import Timing, time_collective
 
 KiB = 1024
 
@@ -129,6 +132,67 @@ CHECK_REPS, CHECK_BUDGET = 7, 1.0
 #: ``progress(description, steps done, steps in all)``, called on rank 0 as each step starts.
 Progress = Callable[[str, int, int], None]
 
+Case = tuple[str, str, int]  # (collective, algorithm, block size in bytes)
+
+
+def discriminating_cases(models: Models, procs: int, errors: dict[str, float], sizes: Sequence[int],
+                         done: Sequence[Case], count: int, topology: Topology | None = None) -> list[Case]:
+    """The ``count`` cases (every registered algorithm with its default parameters, at the block
+    ``sizes`` in bytes, none of ``done``) on which the two network models with the smallest
+    ``errors`` predict the most different times (the largest |log(t_a / t_b)|): timing them tells
+    the two apart where a fixed check cannot (the design of experiments that discriminate between
+    models: Box and Hill 1967).  On the 8-host testbed (2026-11-25) the fixed check's 18 cases put
+    PlogPT and pLogP carried over the topology within a point of each other, the winner changing
+    from run to run, where all 147 cases of the fidelity benchmark gave pLogP 20-22 % against 25 %;
+    with 6 cases chosen this way pLogP won on both shapes and PlogPT fell to last (36-43 %)."""
+    a, b = sorted(errors, key=lambda n: (errors[n], n))[:2]
+    scored = []
+    for alg in REGISTRY:
+        for size in sizes:
+            case = (alg.collective, alg.name, size)
+            if case in done or get_collective(alg.collective).synchronizes:
+                continue  # a barrier moves no blocks
+            try:
+                schedule = alg.schedule(procs, 0, size)
+                t = [simulate(schedule, net, getattr(models, NETWORKS[net].params),
+                              topology=topology_for(topology, net, procs)).total for net in (a, b)]
+            except ColltuneError:
+                continue  # needs parameters, or not on this many ranks
+            scored.append((-abs(float(np.log(t[0] / t[1]))) if min(t) > 0 else 0.0, case))
+    return [case for _, case in sorted(scored)[:count]]
+
+
+class _SecondCheck:
+    """The discriminating check, which rank 0 chooses after fitting while the other ranks wait:
+    :meth:`follow` (ranks > 0) times what rank 0 sends, :meth:`lead` (rank 0) sends and times it,
+    and :meth:`release` (rank 0, always) tells the waiting ranks to stop if rank 0 failed before."""
+
+    def __init__(self, comm: MPI.Comm) -> None:
+        self.comm, self.waiting = comm, False
+
+    def arm(self) -> None:
+        """Rank 0, once the other ranks have gone to :meth:`follow`."""
+        self.waiting = True
+
+    def follow(self) -> None:
+        cases = self.comm.bcast(None, root=0)
+        if cases is None:
+            raise ProbeError("the probe failed on rank 0 while fitting the models (its error says why)")
+        _time_cases(self.comm, cases)
+
+    def lead(self, cases: list[Case]) -> list[Timing]:
+        self.waiting = False
+        return _time_cases(self.comm, self.comm.bcast(cases, root=0))
+
+    def release(self) -> None:
+        if self.waiting:
+            self.waiting = False
+            self.comm.bcast(None, root=0)
+
+
+def _time_cases(comm: MPI.Comm, cases: Sequence[Case]) -> list[Timing]:
+    return [time_collective(comm, coll, alg, size, {}, CHECK_REPS, 1, CHECK_BUDGET) for coll, alg, size in cases]
+
 
 def _check_sizes(sizes: Sequence[int]) -> tuple[int, ...]:
     if any(s < 0 for s in sizes):
@@ -169,6 +233,16 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
     rank 0 (None elsewhere).  ``topology`` (the network's, rank r on its host r, if the user knows
     it) is kept in the profile, and the check chooses the network model carried over it.
     ``progress`` (rank 0 only) hears what is measured as it starts."""
+    second = _SecondCheck(comm)
+    try:
+        return _probe(comm, mode, sizes, name, topology, progress, second)
+    finally:
+        if comm.Get_rank() == 0:
+            second.release()
+
+
+def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, topology: Topology | None,
+           progress: Progress | None, second: _SecondCheck) -> Profile | None:
     P = comm.Get_size()
     if P < 2:
         raise ProbeError(f"colltune probe measures between ranks: run it on at least 2 (mpiexec -n 2 or more), "
@@ -180,7 +254,7 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
     me = comm.Get_rank()
 
     depth = floor_log2(P)
-    total = 14 + 2 * depth + P // 2  # the step() calls below
+    total = 15 + 2 * depth + P // 2  # the step() calls below
     steps = iter(range(total))
 
     def step(what: str) -> None:
@@ -258,10 +332,12 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
     incast = [meter.incast(s, plan.incast_reps) for s in plan.incast_sizes]
     step(f"check: {len(CHECKS)} collectives at {len(plan.check_sizes)} sizes, to choose the network model")
     cases = [(coll, alg, size) for size in plan.check_sizes for coll, alg in CHECKS]
-    checks = [time_collective(comm, coll, alg, size, {}, CHECK_REPS, 1, CHECK_BUDGET) for coll, alg, size in cases]
+    checks = _time_cases(comm, cases)
     hosts = comm.gather(MPI.Get_processor_name(), root=0)
     if me != 0:
+        second.follow()
         return None
+    second.arm()
 
     # -- rank 0: summaries and fits -------------------------------------------------------------
     step("fitting the models")
@@ -407,11 +483,21 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
     notes.append(f"loaded latency: {delta * 1e6:.1f} us added to the latency of hockney, logp, loggp, plogp and "
                  f"latency (fitted on one idle ping-pong): a message takes that much longer when all {P} ranks "
                  "communicate at once (paper 000's a p, from the concurrent ping-pong pairs)")
-    network, errors = choose_network(models, P, cases, [t.median for t in checks], topology)
+    _, first = choose_network(models, P, cases, [t.median for t in checks], topology)
+    extra = discriminating_cases(models, P, first, plan.check_sizes, cases, len(CHECKS), topology)
+    step(f"check: {len(extra)} more cases, where the two best network models disagree most")
+    more = second.lead(extra)
+    m["check_discriminating"] = derived(
+        "s", "case", range(len(extra)), [t.median for t in more], [(t.q3 - t.q1) / 2 for t in more],
+        [t.reps for t in more], "the slowest rank's median time of " + ", ".join(f"{c}/{a} {s} B" for c, a, s in extra)
+        + ": the cases on which the two network models that predict the check best disagree most")
+    network, errors = choose_network(models, P, [*cases, *extra], [t.median for t in (*checks, *more)], topology)
     over = "" if topology is None else f" (endpoint models carried over topology {topology.name!r})"
     ranked = ", ".join(f"{n} {e:.0%}" for n, e in sorted(errors.items(), key=lambda ne: ne[1]))
+    ranked_first = ", ".join(f"{n} {e:.0%}" for n, e in sorted(first.items(), key=lambda ne: ne[1])[:2])
     notes.append(f"default_network {network}: the network model with the smallest check error (the mean of the "
-                 f"median and the 90th percentile of the relative errors) on the check{over} ({ranked})")
+                 f"median and the 90th percentile of the relative errors) on the check and the {len(extra)} cases "
+                 f"where the two best on the check ({ranked_first}) disagree most{over} ({ranked})")
 
     when = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     command = "colltune probe" + ("" if mode == "default" else f" --{mode}")
