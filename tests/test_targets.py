@@ -253,6 +253,27 @@ def test_forcing_runs_each_open_mpi_algorithm(openmpi_venv: Path, colltune_sited
     assert "forcing check passed: openmpi P=3" in res.stdout
 
 
+def test_open_mpi_reads_the_forcing_environment(openmpi_venv: Path, colltune_sitedir: Path) -> None:
+    """``colltune bench --forced`` forces Open MPI through its coll/tuned variables (a rules file
+    cannot carry a scatter or a binomial reduce): Open MPI reads each of them from the environment."""
+    from colltune.tune.forcing import openmpi_forcing_environment
+
+    choices = {"scatter": ("binomial", {}), "reduce": ("binomial", {"segsize": 0}), "allreduce": ("ring", {}),
+               "bcast": ("pipeline", {"segsize": 8192}), "alltoall": ("linear_sync", {"max_requests": 4}),
+               "barrier": ("bruck", {}), "gather": (NATIVE, {})}
+    forced = openmpi_forcing_environment(choices)
+    assert forced["OMPI_MCA_coll_tuned_scatter_algorithm"] == "2"
+    assert forced["OMPI_MCA_coll_tuned_gather_algorithm"] == "0"
+    assert forced["OMPI_MCA_coll_tuned_bcast_algorithm_segmentsize"] == "8192"
+    env = {**os.environ, **forced, "PYTHONPATH": str(colltune_sitedir), "OMPI_ALLOW_RUN_AS_ROOT": "1",
+           "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    res = run_bounded([str(openmpi_venv / "bin" / "mpirun"), "--oversubscribe", "-n", "2",
+                       str(openmpi_venv / "bin" / "python"), "-m", "mpi4py", str(MPI_DIR / "forcing_env_check.py"),
+                       json.dumps(choices)], 120, "forcing_env_check under Open MPI", env=env)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "forcing environment check passed: 7 collectives" in res.stdout
+
+
 def test_open_mpi_runs_every_algorithm_of_its_catalogue_from_the_export(tmp_path: Path, openmpi_venv: Path) -> None:
     table = every_mpich_table(library="openmpi")
     rules, notes = openmpi_rules(table)

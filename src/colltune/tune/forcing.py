@@ -284,20 +284,38 @@ class OpenMPIForcer(_Forcer):
         if self._dynamic is None:
             self._dynamic = self._mpit.read_bool("coll_tuned_use_dynamic_rules")
         self._mpit.write_bool("coll_tuned_use_dynamic_rules", True)
-        prefix = f"coll_tuned_{collective}_algorithm"
-        if name == NATIVE:
-            self._set(prefix, 0)
-            return
-        entry = library_algorithm("openmpi", collective, name)
-        self._set(prefix, entry.number)
-        values = {**entry.fixed, **params}
-        if collective != "barrier":
-            self._set(f"{prefix}_segmentsize", int(values.pop("segsize", 0)))
-        if "max_requests" in values:
-            self._set(f"{prefix}_max_requests", int(values.pop("max_requests")))
-        values.pop("faninout", None)
-        if values:
-            raise ForcingError(f"openmpi {collective}/{name}: no control variable for {sorted(values)}")
+        for variable, value in openmpi_settings(collective, name, params).items():
+            self._set(variable, value)
+
+
+def openmpi_settings(collective: str, name: str, params: dict[str, Any]) -> dict[str, int]:
+    """coll/tuned's MCA variables (with ``coll_tuned_use_dynamic_rules`` set) that force its
+    algorithm ``name`` with ``params`` for ``collective``: ``coll_tuned_<coll>_algorithm`` and its
+    ``_segmentsize`` and ``_max_requests`` (``native``: algorithm 0, the fixed decision)."""
+    prefix = f"coll_tuned_{collective}_algorithm"
+    if name == NATIVE:
+        return {prefix: 0}
+    entry = library_algorithm("openmpi", collective, name)
+    out = {prefix: entry.number}
+    values = {**entry.fixed, **params}
+    if collective != "barrier":
+        out[f"{prefix}_segmentsize"] = int(values.pop("segsize", 0))
+    if "max_requests" in values:
+        out[f"{prefix}_max_requests"] = int(values.pop("max_requests"))
+    values.pop("faninout", None)
+    if values:
+        raise ForcingError(f"openmpi {collective}/{name}: no control variable for {sorted(values)}")
+    return out
+
+
+def openmpi_forcing_environment(choices: dict[str, tuple[str, dict[str, Any]]]) -> dict[str, str]:
+    """The environment that forces Open MPI to run ``choices`` (collective -> (algorithm, params))
+    at every size, as ``mpirun --mca coll_tuned_<coll>_algorithm N`` does: a rules file could not
+    carry some of them (:func:`colltune.tune.libraries.openmpi_rule_problem`)."""
+    env = {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1"}
+    for collective, (name, params) in choices.items():
+        env.update({f"OMPI_MCA_{k}": str(v) for k, v in openmpi_settings(collective, name, params).items()})
+    return env
 
 
 def forcer_for(library: str, library_version: str) -> MpichForcer | OpenMPIForcer:

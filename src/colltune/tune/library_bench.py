@@ -20,10 +20,12 @@ on the 8-host testbed MPICH's scattered all-to-all of 64 KiB took 63 ms in every
 that ran the other collectives first with the exported file, and 53 ms in every round of one that
 forced it after other algorithms; alone, both took the same time.  With ``forced``, every round
 then runs the client once per algorithm of the library's own that colltune knows
-(:mod:`colltune.tune.targets`), forced through a file that selects it at every size, so that the
-exported choice can be compared with the best the library has; after the first round only those
-still in the race (:data:`FORCED_KEEP`).  The results file (format ``colltune-library-bench``,
-version 1) keeps times in seconds with their provenance; speedup is default / tuned.
+(:mod:`colltune.tune.targets`), forced at every size (MPICH: a selection file that names it; Open
+MPI: its ``coll_tuned_<coll>_algorithm`` variables, since a rules file leaves scatter and the
+reductions that combine out of rank order to the fixed rules), so that the exported choice can
+be compared with the best the library has; after the first round only those still in the race
+(:data:`FORCED_KEEP`).  The results file (format ``colltune-library-bench``, version 1) keeps
+times in seconds with their provenance; speedup is default / tuned.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from colltune.files import parse_record, read_json, write_atomic
 from colltune.models import ParamSet
 from colltune.profiles.format import Provenance
 from colltune.tune.export import mpich_text, openmpi_rules
+from colltune.tune.forcing import openmpi_forcing_environment
 from colltune.tune.table import DecisionTable, fixed_table
 
 FORMAT = "colltune-library-bench"
@@ -143,8 +146,9 @@ def exported(table: DecisionTable, library: str, directory: Path) -> tuple[dict[
 
 
 #: Environment variables that would change what the library runs: unset for the default runs.
-_SELECTION_VARIABLES = ("MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE", "MPIR_CVAR_DEVICE_COLLECTIVES",
-                        "OMPI_MCA_coll_tuned_use_dynamic_rules", "OMPI_MCA_coll_tuned_dynamic_rules_filename")
+_SELECTION_VARIABLES = ("MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE", "MPIR_CVAR_DEVICE_COLLECTIVES")
+#: ... and every variable of Open MPI's coll/tuned (its rules file, its forced algorithms).
+_SELECTION_PREFIX = "OMPI_MCA_coll_tuned_"
 
 
 def launch(tools: Toolchain, procs: int | None, argv: list[str], testbed: str | None) -> tuple[list[str], dict[str, str]]:
@@ -193,8 +197,8 @@ def run_client(exe: Path, tools: Toolchain, procs: int | None, collectives: Sequ
     argv = [str(exe), ",".join(collectives), ",".join(map(str, sizes)), str(warmup), str(iterations),
             str(large_iterations)]
     cmd, env = launch(tools, procs, argv, testbed)
-    for name in _SELECTION_VARIABLES:
-        env.pop(name, None)
+    for name in [k for k in env if k in _SELECTION_VARIABLES or k.startswith(_SELECTION_PREFIX)]:
+        del env[name]
     env.update(extra_env)
     try:
         res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT, check=False)
@@ -332,7 +336,8 @@ def library_bench(table: DecisionTable, table_name: str, tools: Toolchain, procs
         for i, choices in enumerate(force):
             where = Path(tmp) / f"forced-{i}"
             where.mkdir()
-            force_env.append(exported(fixed_table(choices, "colltune bench --forced", library=tools.library),
+            force_env.append(openmpi_forcing_environment(choices) if tools.library == "openmpi" else
+                             exported(fixed_table(choices, "colltune bench --forced", library=tools.library),
                                       tools.library, where)[0])
         def client(coll: str, extra: dict[str, str]) -> dict[tuple[str, int], Timing]:
             return run_client(exe, tools, procs, [coll], sizes, warmup, iterations, large_iterations, testbed, extra)
