@@ -37,6 +37,7 @@ from colltune.models import (
     transfer_ratio,
 )
 from colltune.models.costs import Case
+from colltune.models.params import Linear, Piecewise
 from colltune.profiles import builtin
 
 GRID = builtin("paper004-grid").models.latency
@@ -227,6 +228,15 @@ def test_eq2_exceeds_eq1_by_the_receive_interference() -> None:
         assert eq2 - eq1 == pytest.approx((k - 1) * (TABLE1.Or(s) + TABLE1.Ur(s) - TABLE1.gs(s)), rel=1e-9)
     with pytest.raises(Unavailable, match="mtu"):
         predict(TABLE1, "cluster", "bcast", "binomial_tree_segmented", P, 1 << 20, segment_size=4096)
+
+
+def test_a_zero_send_gap_offers_no_load() -> None:
+    """A probe on shared memory can fit gs(m) = 0 (seen in CI at P = 4): L(m, p) then has no
+    saturation term, as the fit takes it, instead of dividing by zero."""
+    idle = TABLE1.model_copy(update={"gs": Piecewise.same(Linear(intercept=0.0))})
+    c = TABLE1.L
+    assert idle.latency(1000, 8) == pytest.approx(c.per_proc * 8 + c.base + c.per_byte * 1000)
+    assert TABLE1.latency(0, 8) == idle.latency(0, 8)
 
 
 # --- paper 002 -------------------------------------------------------------------------------------

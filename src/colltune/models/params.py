@@ -217,9 +217,12 @@ class ClusterModel(ParamSet):
     mtu: int = Field(1500, ge=1, description="largest packet, bytes: the model holds for m <= mtu")
 
     def latency(self, m: float, p: int) -> float:
-        """L(m, p) in seconds for packets of ``m`` bytes among ``p`` processes."""
+        """L(m, p) in seconds for packets of ``m`` bytes among ``p`` processes.  A send gap
+        gs(m) of 0 (none measurable, as on shared memory) offers no load, as the fit
+        (:func:`colltune.probe.fit.fit_cluster_latency`) takes it."""
         c = self.L
-        load = p * m / (c.saturation * self.gs(m)) if m > 0 else 0.0
+        gap = self.gs(m)
+        load = p * m / (c.saturation * gap) if m > 0 and gap > 0 else 0.0
         return c.per_proc * p + c.base + c.per_byte * m * max(1.0, load)
 
 
