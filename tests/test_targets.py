@@ -347,6 +347,39 @@ def test_open_mpi_candidates_are_what_a_rules_file_can_carry() -> None:
             openmpi_rules(table)
 
 
+def test_a_commutative_program_lets_open_mpi_files_carry_out_of_order_reductions(tmp_path: Path) -> None:
+    """``tune --commutative``: the table says so, the tuner for Open MPI chooses among the reductions
+    that combine out of rank order too, and the export writes them (scatter stays with Open MPI)."""
+    ompi = LibrarySpace("openmpi", commutative=True)
+    assert ompi.names("reduce") == [n for c, n in TARGETS["openmpi"] if c == "reduce"]
+    assert ompi.names("allreduce") == [n for c, n in TARGETS["openmpi"] if c == "allreduce"]
+    assert ompi.names("scatter") == []
+    block = (Block(procs_min=2, procs_max=8, tuned_at=(8,), rules=(
+        Rule(size_min=0, size_max=None, algorithm="binomial", params={"segsize": 0}),)),)
+    own = DecisionTable(method="model", provenance=Provenance(source="tests"), library="openmpi",  # type: ignore[arg-type]
+                        collectives={"reduce": block}, commutative=True)
+    assert "\n0 5 0 0 0\n" in openmpi_rules(own)[0]
+    ring = (Block(procs_min=2, procs_max=8, tuned_at=(8,), rules=(
+        Rule(size_min=0, size_max=None, algorithm="ring", params={"segment_size": 8192}),)),)
+    for commutative, row in ((True, "\n0 5 0 8192 0\n"), (False, "\n0 0 0 0 0\n")):
+        ours = DecisionTable(method="model", provenance=Provenance(source="tests"),  # type: ignore[arg-type]
+                             collectives={"allreduce": ring}, commutative=commutative)
+        text, notes = openmpi_rules(ours)
+        assert row in text and any("fixed rules" in n for n in notes) is not commutative
+    out = tmp_path / "t.json"
+    res = CliRunner().invoke(main, ["tune", "--profile", "builtin:ethernet-10g-tcp", "--library", "openmpi",
+                                    "--commutative", "--procs", "8", "-c", "reduce", "-c", "allreduce", "--max-size",
+                                    "1MiB", "-o", str(out), "--openmpi-rules", str(tmp_path / "o.rules")])
+    assert res.exit_code == 0, res.output
+    table = read_table(out)
+    assert table.commutative
+    chosen = {(c, r.algorithm) for c, blocks in table.collectives.items() for r in blocks[0].rules}
+    assert chosen - {("reduce", "linear"), ("reduce", "rabenseifner"), ("allreduce", "nonoverlapping"),
+                     ("allreduce", "recursive_doubling"), ("allreduce", "rabenseifner"), ("reduce", NATIVE),
+                     ("allreduce", NATIVE)}, chosen  # something only a commutative program may run
+    assert openmpi_rules(table)[0] == (tmp_path / "o.rules").read_text()
+
+
 @pytest.mark.parametrize("algorithm", ["flat_tree", "binary_tree", "knomial_tree", "flat_tree_segmented",
                                        "binomial_tree_segmented", "chain_segmented"])
 def test_mpich_trees_are_exported_as_colltune_runs_them(algorithm: str) -> None:

@@ -111,11 +111,15 @@ def _export_files(table: DecisionTable, files: dict[str, str | None]) -> list[st
               show_default=True,
               help="Whose algorithms to choose among: colltune's own (run by colltune, exported as the nearest "
                    "library equivalents), or the MPI library's own (exported exactly as decided).")
+@click.option("--commutative", is_flag=True,
+              help="Every reduction of the program uses a commutative operation (MPI's predefined ones are): an "
+                   "Open MPI rules file may then name reductions that combine out of rank order (pipeline, binomial, "
+                   "ring), which it cannot tell from a non-commutative operation.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 def tune_cmd(profile_spec: str | None, method: str | None, model: str | None, margin: float,
              collectives: tuple[str, ...], procs: str | None, max_size: str | None, reps: int, warmup: int,
              output: str, openmpi_rules: str | None, openmpi_json: str | None, mpich_json: str | None, target: str,
-             as_json: bool) -> None:
+             commutative: bool, as_json: bool) -> None:
     """Choose the fastest algorithm for every collective, process count and size; write the decision
     table and, on request, the same decisions as Open MPI and MPICH files."""
     files = {"openmpi_rules": openmpi_rules, "openmpi_json": openmpi_json, "mpich_json": mpich_json}
@@ -126,13 +130,15 @@ def tune_cmd(profile_spec: str | None, method: str | None, model: str | None, ma
         if other:
             raise click.UsageError(f"a table of {target}'s own algorithms exports to {target} only, not {other[0]}")
     if method in ("measure", "hybrid"):
-        table = (_tune_measure(colls, procs, max_size, reps, warmup, output, files, target) if method == "measure" else
+        table = (_tune_measure(colls, procs, max_size, reps, warmup, output, files, target, commutative)
+                 if method == "measure" else
                  _tune_hybrid(colls, procs, max_size, reps, warmup, output, files, target, profile_spec, model,
-                              margin))
+                              margin, commutative))
         if table is None:
             return
     else:
-        table = _tune_offline(profile_spec, method, model, colls, procs, max_size, output, files, target)
+        table = _tune_offline(profile_spec, method, model, colls, procs, max_size, output, files, target,
+                              commutative)
     try:
         write_table(table, output)
         notes = _export_files(table, files)
@@ -157,7 +163,7 @@ def _pricer(profile: Profile, method: str, model: str | None) -> tuple[ModelPric
 
 def _tune_offline(profile_spec: str | None, method: str, model: str | None, colls: list[str], procs: str | None,
                   max_size: str | None, output: str, files: dict[str, str | None],
-                  target: str = "colltune") -> DecisionTable:
+                  target: str = "colltune", commutative: bool = False) -> DecisionTable:
     problem = unwritable_any([output, *files.values()])
     if problem:
         raise click.UsageError(problem)
@@ -181,13 +187,15 @@ def _tune_offline(profile_spec: str | None, method: str, model: str | None, coll
             task = bar.add_task(f"tuning ({method})", total=total)
             return build_table(pricer, method, colls, procs_list, largest, provenance,  # type: ignore[arg-type]
                                model=name, profile=profile.name, time_unit=profile.time_unit,
-                               native=NATIVE_SOURCE, progress=lambda: bar.advance(task), library=target)
+                               native=NATIVE_SOURCE, progress=lambda: bar.advance(task), library=target,
+                               commutative=commutative)
     except ColltuneError as exc:
         raise click.UsageError(str(exc)) from None
 
 
 def _tune_measure(colls: list[str], procs: str | None, max_size: str | None, reps: int, warmup: int, output: str,
-                  files: dict[str, str | None], target: str = "colltune") -> DecisionTable | None:
+                  files: dict[str, str | None], target: str = "colltune",
+                  commutative: bool = False) -> DecisionTable | None:
     """Tune by timing every candidate in this MPI job (``target`` ``mpich``: MPICH's own, forced);
     the table on rank 0, None on the others."""
     from mpi4py import MPI
@@ -215,8 +223,8 @@ def _tune_measure(colls: list[str], procs: str | None, max_size: str | None, rep
                                                                                                  warmup)
             table = build_table(pricer, "measure", colls, [size], largest, provenance,
                                 native="the MPI library's own collective, timed", resolution=MEASURE_RESOLUTION,
-                                tolerance=MEASURE_TOLERANCE, library=target,
-                                space=None if forcer is None else LibrarySpace(target))
+                                tolerance=MEASURE_TOLERANCE, library=target, commutative=commutative,
+                                space=None if forcer is None else LibrarySpace(target, commutative))
         finally:
             if forcer is not None:
                 forcer.close()
@@ -225,7 +233,7 @@ def _tune_measure(colls: list[str], procs: str | None, max_size: str | None, rep
 
 def _tune_hybrid(colls: list[str], procs: str | None, max_size: str | None, reps: int, warmup: int, output: str,
                  files: dict[str, str | None], target: str, profile_spec: str | None, model: str | None,
-                 margin: float) -> DecisionTable | None:
+                 margin: float, commutative: bool = False) -> DecisionTable | None:
     """Tune in this MPI job by simulating every candidate and timing the contenders (see
     :mod:`colltune.tune.hybrid`); the table on rank 0, None on the others."""
     from mpi4py import MPI
@@ -248,7 +256,7 @@ def _tune_hybrid(colls: list[str], procs: str | None, max_size: str | None, reps
         forcer = forcer_for(target, library) if target != "colltune" else None
         try:
             if forcer is not None:
-                space: Any = LibrarySpace(target)
+                space: Any = LibrarySpace(target, commutative)
                 timer: Any = LibraryTimer(comm, forcer, reps, warmup)
                 predictor = LibraryPricer(predictor, target)
             else:
@@ -266,7 +274,7 @@ def _tune_hybrid(colls: list[str], procs: str | None, max_size: str | None, reps
             table = build_table(hybrid, "hybrid", colls, [size], largest, provenance, model=name,
                                 profile=profile.name, native="the MPI library's own collective, timed",
                                 resolution=MEASURE_RESOLUTION, library=target, space=space,
-                                tolerance=MEASURE_TOLERANCE)
+                                tolerance=MEASURE_TOLERANCE, commutative=commutative)
         finally:
             if forcer is not None:
                 forcer.close()

@@ -18,8 +18,10 @@ cannot be exported to Open MPI.  The same holds for a table tuned for Open MPI's
 Open MPI's rules cannot tell a non-commutative operation, nor the root's send count of a scatter
 from the others': reduce and allreduce rules name only the algorithms that keep rank order
 (:data:`~colltune.tune.libraries.OPENMPI_ANY_OPERATION`; a colltune rule that maps to another is
-written as algorithm 0, with a note), and scatter is left to Open MPI's fixed rules.  The tuner for
-Open MPI's own algorithms never chooses those (:class:`~colltune.tune.targets.LibrarySpace`).
+written as algorithm 0, with a note) unless the table says the program's reductions are all
+commutative (``tune --commutative``), and scatter is left to Open MPI's fixed rules.  The tuner for
+Open MPI's own algorithms never chooses what the file could not carry
+(:class:`~colltune.tune.targets.LibrarySpace`).
 
 ``native`` rules become the library's own choice: Open MPI's fixed rules (algorithm 0), and in
 MPICH a subtree with MPICH's default decisions (:func:`mpich_default`).  Every mapping that is
@@ -78,20 +80,22 @@ def _procs_blocks(blocks: tuple[Block, ...], per_procs: bool) -> list[tuple[int,
     return out
 
 
-def _ompi_rule(collective: str, rule: Rule, notes: list[str], own: bool = False) -> tuple[int, int, int, int]:
+def _ompi_rule(collective: str, rule: Rule, notes: list[str], own: bool = False,
+               commutative: bool = False) -> tuple[int, int, int, int]:
     """``(algorithm, faninout, segsize, max_requests)`` of one rule; ``own``: the rule names one of
-    Open MPI's algorithms (a table tuned with ``--library openmpi``), written as decided."""
+    Open MPI's algorithms (a table tuned with ``--library openmpi``), written as decided;
+    ``commutative``: the table's :attr:`~colltune.tune.table.DecisionTable.commutative`."""
     if rule.algorithm == NATIVE:
         return 0, 0, 0, 0
     if own:
         a = OPENMPI_ALGORITHMS[(collective, rule.algorithm)]
-        problem = openmpi_rule_problem(collective, a.number)
+        problem = openmpi_rule_problem(collective, a.number, commutative)
         if problem:
             raise TableError(f"Open MPI {collective}/{rule.algorithm} cannot go in a rules file: {problem}")
         return (a.number, int(rule.params.get("faninout", 0)), int(rule.params.get("segsize", 0)),
                 int(rule.params.get("max_requests", 0)))
     o = OPENMPI[(collective, rule.algorithm)]
-    problem = openmpi_rule_problem(collective, o.number)
+    problem = openmpi_rule_problem(collective, o.number, commutative)
     if problem:
         line = (f"Open MPI: {collective}/{rule.algorithm} would be {o.name} ({o.number}); left to Open MPI's "
                 f"fixed rules: {problem}")
@@ -153,7 +157,7 @@ def openmpi_rules(table: DecisionTable) -> tuple[str, list[str]]:
             sizes = _ompi_sizes(coll, block, lo)
             out += [f"{lo}", f"{len(sizes)}"]
             for start, r in sizes:
-                alg, fan, seg, req = _ompi_rule(coll, r, notes, table.library == "openmpi")
+                alg, fan, seg, req = _ompi_rule(coll, r, notes, table.library == "openmpi", table.commutative)
                 out.append(f"{start} {alg} {fan} {seg} {req}")
         out += [f"{entries[-1][1] + 1}", "1", "0 0 0 0 0"]
     return "\n".join(out) + "\n", notes
@@ -171,7 +175,7 @@ def openmpi_json(table: DecisionTable) -> tuple[dict[str, Any], list[str]]:
             rules = []
             for i, (start, r) in enumerate(sizes):
                 own = table.library == "openmpi"
-                alg, fan, seg, req = _ompi_rule(coll, r, notes, own)
+                alg, fan, seg, req = _ompi_rule(coll, r, notes, own, table.commutative)
                 if not alg:
                     continue  # no rule: Open MPI's fixed decision
                 rule: dict[str, Any] = {"msg_size_min": start,
@@ -439,7 +443,7 @@ def libraries_markdown() -> str:
             safe = ", ".join(str(n) for n in sorted(OPENMPI_ANY_OPERATION[coll]))
             lines += [f"Open MPI: a rules file cannot tell a non-commutative operation, so the export names only "
                       f"{coll} algorithms that combine in rank order for one ({safe}); a rule mapping to another "
-                      f"is left to Open MPI's fixed rules.", ""]
+                      f"is left to Open MPI's fixed rules, unless the table was tuned with --commutative.", ""]
         lines += ["| colltune | Open MPI | MPICH |", "| --- | --- | --- |"]
         lines += [f"| `{alg}` | {_ompi_cell(o)} | {_mpich_cell(MPICH[(coll, alg)])} |"
                   for (c, alg), o in OPENMPI.items() if c == coll]

@@ -65,15 +65,16 @@ OPENMPI_FIXED_ONLY = {"scatter": "Open MPI sizes a scatter from the send count, 
                                  "so the ranks would pick different algorithms"}
 
 
-def openmpi_rule_problem(collective: str, number: int) -> str | None:
+def openmpi_rule_problem(collective: str, number: int, commutative: bool = False) -> str | None:
     """Why a rules file must not name coll/tuned algorithm ``number`` for ``collective`` (None if it
-    may; 0, Open MPI's fixed decision, always may): :data:`OPENMPI_FIXED_ONLY`,
-    :data:`OPENMPI_ANY_OPERATION`."""
+    may; 0, Open MPI's fixed decision, always may): :data:`OPENMPI_FIXED_ONLY`, and
+    :data:`OPENMPI_ANY_OPERATION` unless the program's reductions are all ``commutative`` (the
+    user says so: ``colltune tune --commutative``)."""
     if number == 0:
         return None
     if collective in OPENMPI_FIXED_ONLY:
         return OPENMPI_FIXED_ONLY[collective]
-    if number not in OPENMPI_ANY_OPERATION.get(collective, frozenset({number})):
+    if not commutative and number not in OPENMPI_ANY_OPERATION.get(collective, frozenset({number})):
         return ("it combines out of rank order for a non-commutative operation, which a rules file cannot "
                 "tell from a commutative one")
     return None

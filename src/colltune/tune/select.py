@@ -361,13 +361,14 @@ def build_table(pricer: Pricer, method: Method, collectives: Iterable[str], proc
                 max_size: int, provenance: Provenance, *, model: str | None = None, profile: str | None = None,
                 time_unit: str = "s", native: str = "", resolution: float = 0.0,
                 progress: Callable[[], None] | None = None, library: str = "colltune",
-                space: Space | None = None, tolerance: float = 0.0) -> DecisionTable:
+                space: Space | None = None, tolerance: float = 0.0, commutative: bool = False) -> DecisionTable:
     """A :class:`DecisionTable` for ``collectives`` at the process counts ``procs_list`` (each >= 1)
     and sizes up to ``max_size`` bytes, priced by ``pricer``, choosing among colltune's algorithms
     or, with ``library`` ``"mpich"``, among that library's own (:mod:`colltune.tune.targets`;
     ``pricer`` then prices their registry equivalents).  With ``space`` given, the candidates are
     its own and ``pricer`` prices them as they are (the hybrid and library timers do).
-    ``tolerance``: see :attr:`Tuner.tolerance` (0 for predictions, which have no noise)."""
+    ``tolerance``: see :attr:`Tuner.tolerance` (0 for predictions, which have no noise);
+    ``commutative``: the program's reductions are all commutative (:attr:`DecisionTable.commutative`)."""
     if not procs_list or min(procs_list) < 1:
         raise ParameterError(f"process counts must be >= 1, got {list(procs_list)}")
     if max_size < 0:
@@ -377,8 +378,9 @@ def build_table(pricer: Pricer, method: Method, collectives: Iterable[str], proc
         if library != "colltune":
             from colltune.tune.targets import LibraryPricer, LibrarySpace
 
-            space, pricer = LibrarySpace(library), LibraryPricer(pricer, library)
+            space, pricer = LibrarySpace(library, commutative), LibraryPricer(pricer, library)
     table = {c: tune_collective(pricer, c, procs_list, max_size, resolution, progress, space, tolerance)
              for c in collectives}
     return DecisionTable(method=method, model=model, profile=profile, time_unit=time_unit,  # type: ignore[arg-type]
-                         native=native, provenance=provenance, collectives=table, library=library)
+                         native=native, provenance=provenance, collectives=table, library=library,
+                         commutative=commutative)

@@ -117,6 +117,9 @@ class DecisionTable(ParamSet):
     library: Literal["colltune", "mpich", "openmpi"] = Field(
         "colltune", description="whose algorithms the rules name: colltune's registry, or an MPI library's own "
                                 "(colltune tune --library; such a table is for export, not for algorithm='auto')")
+    commutative: bool = Field(
+        False, description="the program's reductions all use commutative operations (colltune tune --commutative): "
+                           "an Open MPI rules file may then name reductions that combine out of rank order")
     provenance: Provenance
     collectives: dict[str, tuple[Block, ...]]
 

@@ -335,13 +335,15 @@ def check_params(library: str, collective: str, name: str, params: Params) -> No
 class LibrarySpace:
     """The tuner's candidates for ``library``: its catalogue's algorithms and their variants, less
     those the library's file cannot carry (Open MPI: :func:`~colltune.tune.libraries.openmpi_rule_problem`;
-    they stay in the catalogue, forced by benchmarks), so that the export writes what was decided."""
+    they stay in the catalogue, forced by benchmarks), so that the export writes what was decided;
+    ``commutative``: the program's reductions are all commutative (:attr:`DecisionTable.commutative`)."""
 
     library: str
+    commutative: bool = False
 
     def names(self, collective: str) -> list[str]:
-        return [n for (c, n), a in TARGETS[self.library].items()
-                if c == collective and (self.library != "openmpi" or openmpi_rule_problem(c, a.number) is None)]
+        return [n for (c, n), a in TARGETS[self.library].items() if c == collective and (
+            self.library != "openmpi" or openmpi_rule_problem(c, a.number, self.commutative) is None)]
 
     def combos(self, collective: str, name: str, procs: int, size: int) -> list[Params]:
         return library_algorithm(self.library, collective, name).variants(procs, size)
