@@ -372,7 +372,7 @@ def test_a_commutative_program_lets_open_mpi_files_carry_out_of_order_reductions
                                     "1MiB", "-o", str(out), "--openmpi-rules", str(tmp_path / "o.rules")])
     assert res.exit_code == 0, res.output
     table = read_table(out)
-    assert table.commutative
+    assert table.commutative and table.provenance.source.endswith("--library openmpi --commutative")
     chosen = {(c, r.algorithm) for c, blocks in table.collectives.items() for r in blocks[0].rules}
     assert chosen - {("reduce", "linear"), ("reduce", "rabenseifner"), ("allreduce", "nonoverlapping"),
                      ("allreduce", "recursive_doubling"), ("allreduce", "rabenseifner"), ("reduce", NATIVE),

@@ -161,6 +161,11 @@ def _pricer(profile: Profile, method: str, model: str | None) -> tuple[ModelPric
     return SimPricer(profile.params(NETWORKS[name].params), name, profile.topology), name
 
 
+def _flags(target: str, commutative: bool) -> str:
+    """The options of a tune that change what it may choose, as the table's provenance names them."""
+    return (f" --library {target}" if target != "colltune" else "") + (" --commutative" if commutative else "")
+
+
 def _tune_offline(profile_spec: str | None, method: str, model: str | None, colls: list[str], procs: str | None,
                   max_size: str | None, output: str, files: dict[str, str | None],
                   target: str = "colltune", commutative: bool = False) -> DecisionTable:
@@ -177,7 +182,7 @@ def _tune_offline(profile_spec: str | None, method: str, model: str | None, coll
         largest = parse_bytes(max_size or "4MiB")
         pricer, name = _pricer(profile, method, model)
         provenance = Provenance(source=f"colltune tune --method {method} --model {name} --profile {profile_spec}"
-                                       + (f" --library {target}" if target != "colltune" else ""),
+                                       + _flags(target, commutative),
                                 date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                                 colltune_version=__version__,
                                 notes=(f"native priced as {NATIVE_SOURCE}",))
@@ -213,7 +218,7 @@ def _tune_measure(colls: list[str], procs: str | None, max_size: str | None, rep
         largest = parse_bytes(max_size or "1MiB")
         library = MPI.Get_library_version().strip()
         provenance = Provenance(source=f"colltune tune --method measure (reps {reps}, warm-up {warmup})"
-                                       + (f" --library {target}" if target != "colltune" else ""),
+                                       + _flags(target, commutative),
                                 date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                                 colltune_version=__version__, mpi_library=library,
                                 hosts=tuple(comm.allgather(MPI.Get_processor_name())), procs=size)
@@ -268,7 +273,7 @@ def _tune_hybrid(colls: list[str], procs: str | None, max_size: str | None, reps
                 f"{profile.name}, timing those within {1 + margin:g} x the best prediction ({reps} runs each)")
             provenance = Provenance(
                 source=f"colltune tune --method hybrid --model {name} --margin {margin:g} (reps {reps}, warm-up "
-                       f"{warmup})" + (f" --library {target}" if target != "colltune" else ""),
+                       f"{warmup})" + _flags(target, commutative),
                 date=datetime.now(timezone.utc).isoformat(timespec="seconds"), colltune_version=__version__,
                 mpi_library=library, hosts=tuple(comm.allgather(MPI.Get_processor_name())), procs=size)
             table = build_table(hybrid, "hybrid", colls, [size], largest, provenance, model=name,
