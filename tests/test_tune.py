@@ -246,6 +246,15 @@ def test_auto_runs_the_tables_algorithm_and_matches_native(every, procs):
 
 
 @needs_mpi
+@pytest.mark.parametrize("procs", (1, 2, 3, 5))
+def test_the_in_order_check_gives_back_the_same_rules_on_every_rank(procs):
+    res = run_bounded([MPIEXEC, "-n", str(procs), sys.executable, "-m", "mpi4py", str(MPI_DIR / "in_order_check.py")],
+                      300, f"in_order_check on {procs}")
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert f"in-order check passed: P={procs}" in res.stdout
+
+
+@needs_mpi
 @pytest.mark.parametrize("procs", (1, 2, 3, 5, 8))
 def test_mpich_reads_the_exported_json_for_every_collective(every, procs):
     env = {**os.environ, "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": str(every / "mpich.json"),

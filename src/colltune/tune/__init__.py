@@ -5,6 +5,7 @@
 - :mod:`colltune.tune.native`: what ``native`` stands for when it is predicted;
 - :mod:`colltune.tune.libraries`: colltune's algorithms in Open MPI's and MPICH's names;
 - :mod:`colltune.tune.export`: the table as Open MPI rules and MPICH selection JSON;
+- :mod:`colltune.tune.sequence`: the in-order check of a table's choices, timed in the job;
 - :mod:`colltune.tune.bench`: what ``colltune bench`` times and its results file;
 - :mod:`colltune.tune.measure` (imports MPI, so not re-exported here): timing in the running job.
 """
@@ -12,6 +13,7 @@
 from colltune.tune.bench import BenchError, BenchResults, bench_runs, read_bench, write_bench
 from colltune.tune.native import NATIVE_SOURCE, native_equivalent
 from colltune.tune.select import SEARCH, ModelPricer, SimPricer, Tuner, build_table, candidates, grid_sizes
+from colltune.tune.sequence import check_in_order
 from colltune.tune.table import (
     NATIVE,
     TABLE_ENV,
@@ -30,6 +32,7 @@ from colltune.tune.table import (
 __all__ = [
     "NATIVE", "NATIVE_SOURCE", "SEARCH", "TABLE_ENV", "BenchError", "BenchResults", "Block", "Candidate", "DecisionTable",
     "ModelPricer", "Rule", "Sample", "SimPricer", "TableError", "Tuner", "bench_runs", "build_table", "candidates",
+    "check_in_order",
     "fixed_table",
     "grid_sizes", "native_equivalent", "parse_table", "read_bench", "read_table", "write_bench", "write_table",
 ]

@@ -207,6 +207,7 @@ def _tune_measure(colls: list[str], procs: str | None, max_size: str | None, rep
 
     from colltune.tune.forcing import forcer_for
     from colltune.tune.measure import LibraryTimer, MeasurePricer
+    from colltune.tune.sequence import in_order_hook
     from colltune.tune.targets import LibrarySpace
 
     comm = MPI.COMM_WORLD
@@ -223,16 +224,19 @@ def _tune_measure(colls: list[str], procs: str | None, max_size: str | None, rep
                                 colltune_version=__version__, mpi_library=library,
                                 hosts=tuple(comm.allgather(MPI.Get_processor_name())), procs=size)
         forcer = forcer_for(target, library) if target != "colltune" else None
+        notes: list[str] = []
         try:
             pricer: Any = MeasurePricer(comm, reps, warmup) if forcer is None else LibraryTimer(comm, forcer, reps,
                                                                                                  warmup)
             table = build_table(pricer, "measure", colls, [size], largest, provenance,
                                 native="the MPI library's own collective, timed", resolution=MEASURE_RESOLUTION,
                                 tolerance=MEASURE_TOLERANCE, library=target, commutative=commutative,
-                                space=None if forcer is None else LibrarySpace(target, commutative))
+                                space=None if forcer is None else LibrarySpace(target, commutative),
+                                check=in_order_hook(pricer, MEASURE_TOLERANCE, progress_lines(me), notes))
         finally:
             if forcer is not None:
                 forcer.close()
+        table = table.model_copy(update={"provenance": provenance.model_copy(update={"notes": tuple(notes)})})
     return table if me == 0 else None
 
 
@@ -245,6 +249,7 @@ def _tune_hybrid(colls: list[str], procs: str | None, max_size: str | None, reps
 
     from colltune.tune.forcing import forcer_for
     from colltune.tune.measure import LibraryTimer, MeasurePricer
+    from colltune.tune.sequence import in_order_hook
     from colltune.tune.targets import LibraryPricer, LibrarySpace
 
     comm = MPI.COMM_WORLD
@@ -276,14 +281,17 @@ def _tune_hybrid(colls: list[str], procs: str | None, max_size: str | None, reps
                        f"{warmup})" + _flags(target, commutative),
                 date=datetime.now(timezone.utc).isoformat(timespec="seconds"), colltune_version=__version__,
                 mpi_library=library, hosts=tuple(comm.allgather(MPI.Get_processor_name())), procs=size)
+            notes: list[str] = []
             table = build_table(hybrid, "hybrid", colls, [size], largest, provenance, model=name,
                                 profile=profile.name, native="the MPI library's own collective, timed",
                                 resolution=MEASURE_RESOLUTION, library=target, space=space,
-                                tolerance=MEASURE_TOLERANCE, commutative=commutative)
+                                tolerance=MEASURE_TOLERANCE, commutative=commutative,
+                                check=in_order_hook(timer, MEASURE_TOLERANCE, say, notes))
         finally:
             if forcer is not None:
                 forcer.close()
-        table = table.model_copy(update={"provenance": provenance.model_copy(update={"notes": (hybrid.summary(),)})})
+        table = table.model_copy(update={"provenance": provenance.model_copy(
+            update={"notes": (hybrid.summary(), *notes)})})
         say(hybrid.summary())
     return table if me == 0 else None
 

@@ -341,16 +341,25 @@ def _blocks(per_procs: list[tuple[int, tuple[Rule, ...], tuple[Sample, ...]]]) -
     return tuple(blocks)
 
 
+#: ``check(collective, procs, rules, grid sizes) -> rules``: a last look at a collective's rules in
+#: the job (:func:`colltune.tune.sequence.in_order_hook`).
+RulesCheck = Callable[[str, int, tuple[Rule, ...], Sequence[int]], tuple[Rule, ...]]
+
+
 def tune_collective(pricer: Pricer, collective: str, procs_list: Iterable[int], max_size: int,
                     resolution: float = 0.0, progress: Callable[[], None] | None = None,
-                    space: Space = REGISTRY_SPACE, tolerance: float = 0.0) -> tuple[Block, ...]:
+                    space: Space = REGISTRY_SPACE, tolerance: float = 0.0,
+                    check: RulesCheck | None = None) -> tuple[Block, ...]:
     """The blocks of one collective: rules at each process count of ``procs_list`` for sizes
-    0 .. ``max_size`` bytes (a barrier has size 0 only), choosing among ``space``."""
+    0 .. ``max_size`` bytes (a barrier has size 0 only), choosing among ``space``, each passed
+    through ``check`` if given."""
     sizes = [0] if get_collective(collective).synchronizes else grid_sizes(max_size)
     per_procs = []
     for procs in sorted(set(procs_list)):
         t = Tuner(pricer, collective, procs, resolution, space, tolerance)
         rules = t.rules(sizes)
+        if check is not None:
+            rules = check(collective, procs, rules, sizes)
         per_procs.append((procs, rules, tuple(t.samples[s] for s in sorted(t.samples))))
         if progress is not None:
             progress()
@@ -361,14 +370,17 @@ def build_table(pricer: Pricer, method: Method, collectives: Iterable[str], proc
                 max_size: int, provenance: Provenance, *, model: str | None = None, profile: str | None = None,
                 time_unit: str = "s", native: str = "", resolution: float = 0.0,
                 progress: Callable[[], None] | None = None, library: str = "colltune",
-                space: Space | None = None, tolerance: float = 0.0, commutative: bool = False) -> DecisionTable:
+                space: Space | None = None, tolerance: float = 0.0, commutative: bool = False,
+                check: RulesCheck | None = None) -> DecisionTable:
     """A :class:`DecisionTable` for ``collectives`` at the process counts ``procs_list`` (each >= 1)
     and sizes up to ``max_size`` bytes, priced by ``pricer``, choosing among colltune's algorithms
     or, with ``library`` ``"mpich"``, among that library's own (:mod:`colltune.tune.targets`;
     ``pricer`` then prices their registry equivalents).  With ``space`` given, the candidates are
     its own and ``pricer`` prices them as they are (the hybrid and library timers do).
     ``tolerance``: see :attr:`Tuner.tolerance` (0 for predictions, which have no noise);
-    ``commutative``: the program's reductions are all commutative (:attr:`DecisionTable.commutative`)."""
+    ``commutative``: the program's reductions are all commutative (:attr:`DecisionTable.commutative`);
+    ``check``: a last look at each collective's rules at each process count, in the job
+    (:func:`colltune.tune.sequence.in_order_hook`)."""
     if not procs_list or min(procs_list) < 1:
         raise ParameterError(f"process counts must be >= 1, got {list(procs_list)}")
     if max_size < 0:
@@ -379,7 +391,7 @@ def build_table(pricer: Pricer, method: Method, collectives: Iterable[str], proc
             from colltune.tune.targets import LibraryPricer, LibrarySpace
 
             space, pricer = LibrarySpace(library, commutative), LibraryPricer(pricer, library)
-    table = {c: tune_collective(pricer, c, procs_list, max_size, resolution, progress, space, tolerance)
+    table = {c: tune_collective(pricer, c, procs_list, max_size, resolution, progress, space, tolerance, check)
              for c in collectives}
     return DecisionTable(method=method, model=model, profile=profile, time_unit=time_unit,  # type: ignore[arg-type]
                          native=native, provenance=provenance, collectives=table, library=library,
