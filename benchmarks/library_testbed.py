@@ -33,7 +33,8 @@ one rank per host), then as a new user would:
 It prints, per table and collective, the geometric mean of default / with-the-file over the sizes,
 the worst size, how many sizes are below 0.95 (target: none), and with the file / best forced
 (target: within 1.05 at every size), and tears the testbed down.  ``--keep DIR`` keeps the profile,
-the tables, the exported files and every ``bench`` results file (each forced time included).
+the tables, the exported files, the hybrid tune's progress lines (`tune-hybrid.log`) and every ``bench``
+results file (each forced time included).
 """
 
 from __future__ import annotations
@@ -57,9 +58,12 @@ from colltune.units import parse_bytes
 COLLECTIVES = ("bcast", "scatter", "gather", "allgather", "alltoall", "reduce", "allreduce")
 
 
-def colltune(*args: str, timeout: float = 3600, env: dict[str, str] | None = None) -> str:
+def colltune(*args: str, timeout: float = 3600, env: dict[str, str] | None = None, log: Path | None = None) -> str:
+    """Run ``colltune ARGS``; its standard error (the progress lines) goes to ``log`` if given."""
     res = subprocess.run([sys.executable, "-m", "colltune", *args], capture_output=True, text=True, timeout=timeout,
                          check=False, env=env)
+    if log is not None:
+        log.write_text(res.stderr)
     if res.returncode != 0:
         sys.exit(f"colltune {' '.join(args)} failed:\n{res.stderr[-3000:]}")
     return res.stdout
@@ -135,9 +139,10 @@ def main() -> None:
             start = time.perf_counter()
             colltune("testbed", "run", *run, "--", python, "-m", "colltune", "tune", "--library", lib, "--procs",
                      str(args.hosts), "--max-size", args.max_size, *colls, *extra, "-o", str(d / "hybrid.json"), export,
-                     str(d / f"hybrid-{lib}.{suffix}"), env=env)
+                     str(d / f"hybrid-{lib}.{suffix}"), env=env, log=d / "tune-hybrid.log")
             report["tune_hybrid_s"] = time.perf_counter() - start
-            report["hybrid_counts"] = read_table(d / "hybrid.json").provenance.notes[0]
+            report["hybrid_counts"], *in_order = read_table(d / "hybrid.json").provenance.notes
+            report["hybrid_in_order"] = in_order
             print(f"probe --quick, tune --method simulate --library {lib} ...", flush=True)
             start = time.perf_counter()
             colltune("testbed", "run", *run, "--", python, "-m", "colltune", "probe", "--quick", "-o",
@@ -160,6 +165,8 @@ def main() -> None:
             subprocess.run([sys.executable, "-m", "colltune", "testbed", "down"], check=False)
     print(f"\ntune --library {lib} (hybrid, probe included) {report['tune_hybrid_s']:.0f} s (target <= 300 s); "
           f"{report['hybrid_counts']}")
+    for line in report["hybrid_in_order"]:  # type: ignore[attr-defined]
+        print(f"  {line}")
     print(f"probe --quick + tune --method simulate {report['probe_and_tune_simulate_s']:.0f} s")
     for name in ("hybrid", "simulate", "native"):
         print(f"\n{name} table: default / with the file (target >= 0.95 at every size)"
