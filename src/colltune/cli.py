@@ -780,9 +780,12 @@ def testbed_group() -> None:
 @click.option("--burst", default=None, metavar="BYTES",
               help="Token bucket of every link, bytes [default: one frame, so that links serialise like a wire; "
                    "larger emulates a policed link].")
+@click.option("--tcp", "congestion", default=testbed.net.TCP_CONGESTION, show_default=True, metavar="NAME",
+              help="TCP congestion control of every host (one of the kernel's "
+                   "tcp_available_congestion_control); the default is Linux's, whatever this machine uses.")
 @click.option("--name", default="colltune", show_default=True, help="The testbed's name.")
 def testbed_up_cmd(hosts: int, shape: str, link: str, uplinks: tuple[str, ...], queue: str, burst: str | None,
-                   name: str) -> None:
+                   congestion: str, name: str) -> None:
     """Create the testbed and write its topology (the simulator's format)."""
     rate = _rate(link, "--link")
     ups = [_rate(u, "--uplink") for u in uplinks]
@@ -803,10 +806,10 @@ def testbed_up_cmd(hosts: int, shape: str, link: str, uplinks: tuple[str, ...], 
             if topology.procs != hosts:
                 raise click.BadParameter(f"{shape} places {topology.procs} hosts, not {hosts}", param_hint="--hosts")
         path = testbed.up(topology, name, parse_bytes(queue),
-                          testbed.net.BURST if burst is None else parse_bytes(burst))
+                          testbed.net.BURST if burst is None else parse_bytes(burst), congestion)
     except ColltuneError as exc:
         raise click.UsageError(str(exc)) from None
-    click.echo(f"testbed {name} is up: {topology.description}; topology written to {path}")
+    click.echo(f"testbed {name} is up: {topology.description}, TCP {congestion}; topology written to {path}")
 
 
 @testbed_group.command("run", context_settings={"ignore_unknown_options": True})

@@ -10,7 +10,10 @@ has the queue of a Linux NIC (:data:`HOST_QUEUE`), and every bucket holds two fr
 (:data:`BURST`), so that a link serialises nearly like a wire; the topology file records the
 buckets (``burst``), which the simulator lets pass at once after an idle spell.  Hosts get
 10.77.0.0/16 addresses on the shaped network (``eth0``) and a control link (``ctl0``,
-10.78.0.0/16) to a bridge in the launching namespace, over which mpiexec reaches them.
+10.78.0.0/16) to a bridge in the launching namespace, over which mpiexec reaches them.  Every
+host uses the TCP congestion control of the testbed (:data:`TCP_CONGESTION` unless told), not
+the launching machine's: a new namespace inherits that, and what a machine chose for its own
+traffic (BBR on the machine these figures come from) is not what a cluster's hosts run.
 
 Every object is recorded in the state directory before it is created, so :func:`down` removes
 exactly what :func:`up` made, also after a failure half-way; it is idempotent.  Nothing is
@@ -55,6 +58,15 @@ HOST_QUEUE = 1000 * 1514
 #: drop rule: Linux's initial window of 10 segments of 1448 B (RFC 6928).  On the 8-host testbeds
 #: it fits the measured losses better than 64 KiB or more (benchmarks/fidelity_testbed.py, --repredict).
 TCP_WINDOW = 10 * 1448
+#: The hosts' TCP congestion control: Linux's default since 2.6.19, which a cluster's hosts run
+#: unless someone changed it, and loss-driven like the TCP whose timeouts paper 001 models.  The
+#: machine these figures come from uses BBR itself, which a new namespace inherits, and BBR makes a
+#: collective's cost depend on what ran before it: on the 8-host, 100 Mbit/s star, MPICH's
+#: scattered all-to-all of 64 KiB took 60.2 ms after its pairwise exchange at 4 and 8 KiB and
+#: 49.2 ms after itself; under cubic 45.0 and 45.1 ms (2026-11-25, ``bench --library mpich -c
+#: alltoall --forced``, 3 rounds).  BBR paces a flow at the bandwidth it measured over its last
+#: round trips, so flows that had a port each overrun a port they now share.
+TCP_CONGESTION = "cubic"
 
 
 class TestbedError(ColltuneError):
@@ -93,6 +105,12 @@ class State:
     name: str
     namespaces: list[str] = field(default_factory=list)
     links: list[str] = field(default_factory=list)
+    #: The hosts' TCP congestion control.
+    congestion: str = TCP_CONGESTION
+    #: True if :func:`up` added it to the machine's ``tcp_allowed_congestion_control`` (a namespace
+    #: other than the machine's own may only choose an allowed one), which :func:`down` undoes
+    #: (a namespace keeps the congestion control it was given).
+    allowed: bool = False
 
     @property
     def folder(self) -> Path:
@@ -101,7 +119,9 @@ class State:
     def save(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         write_atomic(self.folder / "state.json", json.dumps({"name": self.name, "namespaces": self.namespaces,
-                                                             "links": self.links}, indent=2) + "\n")
+                                                             "links": self.links, "congestion": self.congestion,
+                                                             "allowed": self.allowed},
+                                                            indent=2) + "\n")
 
     @classmethod
     def load(cls, name: str) -> State | None:
@@ -109,7 +129,8 @@ class State:
         if not path.exists():
             return None
         data = json.loads(path.read_text())
-        return cls(data["name"], list(data["namespaces"]), list(data["links"]))
+        return cls(data["name"], list(data["namespaces"]), list(data["links"]),
+                   data.get("congestion", TCP_CONGESTION), bool(data.get("allowed", False)))
 
 
 def namespace(name: str, node: str) -> str:
@@ -131,22 +152,52 @@ def _shape(ns: str, dev: str, rate: float, queue: float, burst: int) -> None:
          "burst", str(burst), "limit", str(max(int(queue), burst)))
 
 
-def up(topology: Topology, name: str, queue: float, burst: int = BURST) -> Path:
+_CONGESTION_SYSCTL = Path("/proc/sys/net/ipv4")
+
+
+def available_congestion() -> list[str]:
+    """The TCP congestion controls this kernel offers (loaded modules), by name."""
+    try:
+        return (_CONGESTION_SYSCTL / "tcp_available_congestion_control").read_text().split()
+    except OSError:
+        return []
+
+
+def _allowed_congestion() -> list[str]:
+    return (_CONGESTION_SYSCTL / "tcp_allowed_congestion_control").read_text().split()
+
+
+def _set_allowed_congestion(names: list[str]) -> None:
+    try:
+        (_CONGESTION_SYSCTL / "tcp_allowed_congestion_control").write_text(" ".join(names) + "\n")
+    except OSError as exc:
+        raise TestbedError(f"cannot write net.ipv4.tcp_allowed_congestion_control: {exc}") from None
+
+
+def up(topology: Topology, name: str, queue: float, burst: int = BURST, congestion: str = TCP_CONGESTION) -> Path:
     """Create the testbed ``name`` for ``topology``; switch ports without a ``buffer`` of their own
-    get ``queue`` bytes, and every link a token bucket of ``burst`` bytes.  Returns the topology
-    file, which records every switch port's queue and every link's bucket.  On any failure, everything made so far is
-    removed and the error is raised."""
+    get ``queue`` bytes, every link a token bucket of ``burst`` bytes, and every host the TCP
+    congestion control ``congestion``.  Returns the topology file, which records every switch port's
+    queue and every link's bucket.  On any failure, everything made so far is removed and the error
+    is raised."""
     require_root()
     if State.load(name) is not None:
         raise TestbedError(f"testbed {name!r} is already up; run colltune testbed down first")
     if burst < FRAME:
         raise TestbedError(f"a link's bucket must hold one frame: {burst} B is less than {FRAME} B")
-    state = State(name)
+    offered = available_congestion()
+    if congestion not in offered:
+        raise TestbedError(f"TCP congestion control {congestion!r} is not available in this kernel "
+                           f"(tcp_available_congestion_control: {' '.join(offered) or 'unreadable'})")
+    state = State(name, congestion=congestion, allowed=congestion not in _allowed_congestion())
     nodes = [n if n.parent is None else
              n.model_copy(update={"buffer": float(queue) if n.buffer is None else n.buffer, "burst": float(burst)})
              for n in topology.nodes]
     topology = topology.model_copy(update={"nodes": tuple(nodes), "window": topology.window or TCP_WINDOW})
     try:
+        if state.allowed:
+            state.save()
+            _set_allowed_congestion([*_allowed_congestion(), congestion])
         _build(topology, state, burst)
         write_atomic(topology_file(name), topology.to_json())
         write_atomic(STATE_ROOT / name / "launch.sh", _launcher(name))
@@ -197,6 +248,8 @@ def _build(topology: Topology, state: State, burst: int) -> None:
                 up_end = "eth0"
                 _run("ip", "netns", "exec", ns, "ip", "addr", "add", f"{_address(DATA_NET, hosts[v])}/16", "dev", "eth0")
                 _run("ip", "netns", "exec", ns, "ip", "link", "set", "eth0", "up")
+                _run("ip", "netns", "exec", ns, "sysctl", "-q", "-w",
+                     f"net.ipv4.tcp_congestion_control={state.congestion}")
             else:
                 _run("ip", "netns", "exec", ns, "ip", "link", "set", up_end, "master", "br0", "up")
             _shape(ns, up_end, node.up, HOST_QUEUE if v in hosts else room, burst)
@@ -244,6 +297,9 @@ def down(name: str) -> list[str]:
         if subprocess.run(["ip", "link", "del", link], capture_output=True, check=False).returncode == 0:
             removed.append(link)
     shutil.rmtree(state.folder, ignore_errors=True)
+    if state.allowed and state.congestion in _allowed_congestion():
+        _set_allowed_congestion([c for c in _allowed_congestion() if c != state.congestion])
+        removed.append(f"tcp_allowed_congestion_control: {state.congestion}")
     return removed
 
 
@@ -259,7 +315,8 @@ def status(name: str) -> dict[str, object]:
         for q in json.loads(out or "[]"):
             if q.get("kind") == "tbf":
                 ports[f"{ns}/{q['dev']}"] = {"bytes": q.get("bytes"), "drops": q.get("drops")}
-    return {"name": name, "topology": str(topology_file(name)), "namespaces": state.namespaces, "ports": ports}
+    return {"name": name, "topology": str(topology_file(name)), "congestion": state.congestion,
+            "namespaces": state.namespaces, "ports": ports}
 
 
 def _launcher_binary(mpi: str, given: str | None) -> str:
