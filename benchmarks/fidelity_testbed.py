@@ -1,6 +1,6 @@
 """How well colltune's predictions hold on the emulated cluster (needs root): issue #18's fidelity benchmark.
 
-Run: ``python benchmarks/fidelity_testbed.py [--shapes star,tree:2] [--hosts 8] [--link 100Mbit]
+Run: ``python benchmarks/fidelity_testbed.py [--shapes star,tree:2] [--hosts 8] [--link 100Mbit] [--tcp cubic]
 [--sizes 4KiB,64KiB,512KiB] [--probe default] [--reps 5] [--warmup 2] [--rounds 3] [--keep DIR] [--plot FILE]
 [--testbed NAME]``;
 ``--repredict DIR`` predicts the times kept in DIR again with the installed colltune (no root needed).
@@ -99,7 +99,8 @@ def run_shape(shape: str, args: argparse.Namespace, d: Path) -> Path:
     """Bring up ``shape``, probe, time, tear down; returns the results file."""
     from colltune.files import write_atomic
 
-    up = ["testbed", "up", "--name", args.testbed, "--hosts", str(args.hosts), "--link", args.link, "--topology", shape]
+    up = ["testbed", "up", "--name", args.testbed, "--hosts", str(args.hosts), "--link", args.link, "--topology", shape,
+          *(["--tcp", args.tcp] if args.tcp else [])]
     if shape.startswith("tree:"):
         up += ["--uplink", args.link]  # K hosts of --link share one uplink of --link
     out = colltune(*up)
@@ -185,6 +186,7 @@ def main() -> None:
     parser.add_argument("--hosts", type=int, default=8)
     parser.add_argument("--link", default="100Mbit")
     parser.add_argument("--testbed", default="colltune", help="the testbed's name")
+    parser.add_argument("--tcp", help="the hosts' TCP congestion control [default: the testbed's, cubic]")
     parser.add_argument("--collectives", default=",".join(COLLECTIVES))
     parser.add_argument("--sizes", default="4KiB,64KiB,512KiB")
     parser.add_argument("--probe", default="default", choices=["quick", "default", "thorough"])

@@ -1,13 +1,16 @@
 """The in-order check: a table's choices timed one size after another, as a program runs them.
 
-The tuners time every candidate at every size on its own.  On a TCP network a choice also changes
-what the calls after it cost.  On the 8-host testbed under MPICH the hybrid tuner chose the pairwise
-all-to-all at 4 and 8 KiB (10-12 % ahead of MPICH's own choice there) and MPICH's own above; in
-the OSU-like C client of ``bench --library``, which runs the sizes in ascending order, MPICH's
-all-to-all then took 13.7, 26.9 and 67.4 ms at 16, 32 and 64 KiB, against 13.0, 24.9 and 49.8 ms
-after itself (likely: the pairwise exchange, one flow into each port at a time, leaves the
-connections with wide congestion windows, and the seven flows per port that follow overflow the
-switch ports).
+The tuners time every candidate at every size on its own.  On a TCP network a choice can also
+change what the calls after it cost.  On the 8-host testbed with its hosts on BBR, under MPICH, the
+hybrid tuner chose the pairwise all-to-all at 4 and 8 KiB (10-12 % ahead of MPICH's own choice
+there) and MPICH's own above; in the OSU-like C client of ``bench --library``, which runs the sizes
+in ascending order, MPICH's all-to-all then took 13.7, 26.9 and 67.4 ms at 16, 32 and 64 KiB,
+against 13.0, 24.9 and 49.8 ms after itself (most likely BBR pacing the connections at the rate
+they measured when each had a port to itself; under cubic the effect was gone,
+:data:`colltune.testbed.net.TCP_CONGESTION`).  In the tuning job under BBR this check measured
+only 2 % of it: a long job's connections come to the check already cut back by earlier losses.
+Under cubic it gave back the scattered all-to-all at 64-112 KiB, after which MPICH's own
+all-to-all of 128 KiB ran 97.4 against 88.7 ms (2026-11-25).
 
 So once the rules of a collective are decided in the job, :func:`check_in_order` looks at each
 *suspect*, a rule that chooses another algorithm followed by one that keeps ``native``: it times
@@ -36,9 +39,9 @@ from colltune.tune.select import Choice, Pricer, choice
 from colltune.tune.table import NATIVE, Rule
 
 NATIVE_CHOICE: Choice = choice(NATIVE, {})
-#: How many grid sizes after a suspect are timed: on the testbed the pairwise all-to-all's wide
-#: windows still cost MPICH's own all-to-all 35 % three sizes later (64 KiB after 8 KiB), each size
-#: run as the C client runs it (2 warm-up calls, 20 timed).
+#: How many grid sizes after a suspect are timed: on the testbed with its hosts on BBR, the pairwise
+#: all-to-all still cost MPICH's own all-to-all 35 % three sizes later (64 KiB after 8 KiB), each
+#: size run as the C client runs it (2 warm-up calls, 20 timed).
 FOLLOWERS = 3
 
 
