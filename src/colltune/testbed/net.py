@@ -56,7 +56,8 @@ BURST = 2 * FRAME + 72
 HOST_QUEUE = 1000 * 1514
 #: The window a TCP flow keeps in flight, bytes, written into the topology file for the simulator's
 #: drop rule: Linux's initial window of 10 segments of 1448 B (RFC 6928).  On the 8-host testbeds
-#: it fits the measured losses better than 64 KiB or more (benchmarks/fidelity_testbed.py, --repredict).
+#: it fits the measured losses better than 64 KiB or more (benchmarks/fidelity_testbed.py, --repredict),
+#: under BBR and again under cubic (2026-11-25).
 TCP_WINDOW = 10 * 1448
 #: The hosts' TCP congestion control: Linux's default since 2.6.19, which a cluster's hosts run
 #: unless someone changed it, and loss-driven like the TCP whose timeouts paper 001 models.  The
