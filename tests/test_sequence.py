@@ -133,3 +133,11 @@ def test_each_suspect_is_timed_over_its_own_span_with_three_followers_at_most() 
     r = rules((0, NATIVE), (64, "tree"), (128, NATIVE), (4096, "pairwise"), (8192, NATIVE))
     assert check_in_order(timer, "alltoall", 8, r, sizes, 0.05) == r
     assert {s for _, s in timer.calls} == {64, 128, 256, 512, 4096, 8192, 16384, 32768}
+
+
+def test_progress_lines_give_small_times_in_microseconds_without_exponents() -> None:
+    timer = MemoryTimer({NATIVE: 1e-10, "pairwise": 0.9e-10}, after=1.0)  # gains of about 0.1 us
+    r = rules((0, NATIVE), (4096, "pairwise"), (16384, NATIVE))
+    lines: list[str] = []
+    check_in_order(timer, "alltoall", 8, r, SIZES, 0.05, lines.append)
+    assert lines and all(" us" in line and "e-" not in line for line in lines), lines

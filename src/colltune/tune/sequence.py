@@ -143,7 +143,8 @@ def give_back(rules: Sequence[Rule], indices: Sequence[int]) -> tuple[Rule, ...]
 
 
 def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.3g} ms"
+    """``seconds`` for a progress line: in ms, or in us below a millisecond (no exponents)."""
+    return f"{seconds * 1e3:.3g} ms" if abs(seconds) >= 1e-3 else f"{seconds * 1e6:.3g} us"
 
 
 def check_in_order(timer: Pricer, collective: str, procs: int, rules: tuple[Rule, ...], sizes: Sequence[int],
