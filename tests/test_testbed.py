@@ -76,8 +76,7 @@ def test_star_links_carry_their_rate_and_the_topology_file_describes_them(bed):
     tbf = json.loads(qdisc)[0]
     assert tbf["kind"] == "tbf" and tbf["options"]["burst"] == testbed.net.BURST, tbf
     for h in range(4):  # Linux's default congestion control, whatever the machine's own is
-        cc = subprocess.run(["ip", "netns", "exec", f"{NAME}-h{h}", "cat", str(testbed.net._CONGESTION_SYSCTL /
-                                                                              "tcp_congestion_control")],
+        cc = subprocess.run(["ip", "netns", "exec", f"{NAME}-h{h}", "cat", "/proc/sys/net/ipv4/tcp_congestion_control"],
                             capture_output=True, text=True, check=True).stdout.strip()
         assert cc == testbed.net.TCP_CONGESTION == "cubic"
     rates = bandwidth("links")

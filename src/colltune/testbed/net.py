@@ -153,24 +153,22 @@ def _shape(ns: str, dev: str, rate: float, queue: float, burst: int) -> None:
          "burst", str(burst), "limit", str(max(int(queue), burst)))
 
 
-_CONGESTION_SYSCTL = Path("/proc/sys/net/ipv4")
+#: The kernel's lists of TCP congestion controls: those it offers, and those any namespace may choose.
+_AVAILABLE = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
+_ALLOWED = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
 
 
 def available_congestion() -> list[str]:
     """The TCP congestion controls this kernel offers (loaded modules), by name."""
     try:
-        return (_CONGESTION_SYSCTL / "tcp_available_congestion_control").read_text().split()
+        return _AVAILABLE.read_text().split()
     except OSError:
         return []
 
 
-def _allowed_congestion() -> list[str]:
-    return (_CONGESTION_SYSCTL / "tcp_allowed_congestion_control").read_text().split()
-
-
-def _set_allowed_congestion(names: list[str]) -> None:
+def _allow(names: list[str]) -> None:
     try:
-        (_CONGESTION_SYSCTL / "tcp_allowed_congestion_control").write_text(" ".join(names) + "\n")
+        _ALLOWED.write_text(" ".join(names) + "\n")
     except OSError as exc:
         raise TestbedError(f"cannot write net.ipv4.tcp_allowed_congestion_control: {exc}") from None
 
@@ -190,7 +188,7 @@ def up(topology: Topology, name: str, queue: float, burst: int = BURST, congesti
     if congestion not in offered:
         raise TestbedError(f"TCP congestion control {congestion!r} is not available in this kernel "
                            f"(tcp_available_congestion_control: {' '.join(offered) or 'unreadable'})")
-    state = State(name, congestion=congestion, allowed=congestion not in _allowed_congestion())
+    state = State(name, congestion=congestion, allowed=congestion not in _ALLOWED.read_text().split())
     nodes = [n if n.parent is None else
              n.model_copy(update={"buffer": float(queue) if n.buffer is None else n.buffer, "burst": float(burst)})
              for n in topology.nodes]
@@ -198,7 +196,7 @@ def up(topology: Topology, name: str, queue: float, burst: int = BURST, congesti
     try:
         if state.allowed:
             state.save()
-            _set_allowed_congestion([*_allowed_congestion(), congestion])
+            _allow([*_ALLOWED.read_text().split(), congestion])
         _build(topology, state, burst)
         write_atomic(topology_file(name), topology.to_json())
         write_atomic(STATE_ROOT / name / "launch.sh", _launcher(name))
@@ -227,7 +225,9 @@ def _build(topology: Topology, state: State, burst: int) -> None:
         state.save()
         _run("ip", "netns", "add", ns)
         _run("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
-        if v not in hosts:
+        if v in hosts:
+            _run("ip", "netns", "exec", ns, "sysctl", "-q", "-w", f"net.ipv4.tcp_congestion_control={state.congestion}")
+        else:
             _run("ip", "netns", "exec", ns, "ip", "link", "add", "br0", "type", "bridge")
             _run("ip", "netns", "exec", ns, "ip", "link", "set", "br0", "up")
     for v, node in enumerate(nodes):
@@ -249,8 +249,6 @@ def _build(topology: Topology, state: State, burst: int) -> None:
                 up_end = "eth0"
                 _run("ip", "netns", "exec", ns, "ip", "addr", "add", f"{_address(DATA_NET, hosts[v])}/16", "dev", "eth0")
                 _run("ip", "netns", "exec", ns, "ip", "link", "set", "eth0", "up")
-                _run("ip", "netns", "exec", ns, "sysctl", "-q", "-w",
-                     f"net.ipv4.tcp_congestion_control={state.congestion}")
             else:
                 _run("ip", "netns", "exec", ns, "ip", "link", "set", up_end, "master", "br0", "up")
             _shape(ns, up_end, node.up, HOST_QUEUE if v in hosts else room, burst)
@@ -298,8 +296,9 @@ def down(name: str) -> list[str]:
         if subprocess.run(["ip", "link", "del", link], capture_output=True, check=False).returncode == 0:
             removed.append(link)
     shutil.rmtree(state.folder, ignore_errors=True)
-    if state.allowed and state.congestion in _allowed_congestion():
-        _set_allowed_congestion([c for c in _allowed_congestion() if c != state.congestion])
+    allowed = _ALLOWED.read_text().split()
+    if state.allowed and state.congestion in allowed:
+        _allow([c for c in allowed if c != state.congestion])
         removed.append(f"tcp_allowed_congestion_control: {state.congestion}")
     return removed
 
