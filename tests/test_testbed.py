@@ -23,8 +23,8 @@ from colltune.sim import read_topology, star
 HERE = Path(__file__).parent / "mpi"
 NAME = "cttest"
 ALLOWED = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
-CAN = os.geteuid() == 0 and shutil.which("ip") is not None and shutil.which("tc") is not None
-needs_root = pytest.mark.skipif(not CAN, reason="the testbed needs root and iproute2 (ip, tc)")
+CAN = os.geteuid() == 0 and all(shutil.which(tool) is not None for tool in testbed.net.TOOLS)
+needs_root = pytest.mark.skipif(not CAN, reason="the testbed needs root, iproute2 (ip, tc) and procps (sysctl)")
 
 
 def colltune(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -148,6 +148,16 @@ def test_without_root_there_is_one_clear_error(monkeypatch):
         out = CliRunner().invoke(main, ["testbed", *args, "--name", NAME] if args[0] != "run"
                                  else ["testbed", "run", "--name", NAME, "--", "true"])
         assert out.exit_code == 2 and "needs root" in out.output, (args, out.output)
+
+
+def test_a_missing_program_is_named_with_its_package(monkeypatch):
+    """``up`` sets each host's congestion control with ``sysctl`` inside its namespace: a machine
+    without procps gets one error naming it, not the failing command's."""
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr(shutil, "which", lambda tool: None if tool == "sysctl" else f"/usr/bin/{tool}")
+    out = CliRunner().invoke(main, ["testbed", "up", "--hosts", "2", "--name", NAME])
+    assert out.exit_code == 2 and "needs sysctl (procps)" in out.output, out.output
+    assert "iproute2" not in out.output
 
 
 def test_bad_rates_are_rejected():

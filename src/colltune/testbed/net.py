@@ -74,13 +74,17 @@ class TestbedError(ColltuneError):
     """A testbed that cannot be made, used or removed here."""
 
 
+#: The programs the testbed runs, with the package that provides each.
+TOOLS = {"ip": "iproute2", "tc": "iproute2", "sysctl": "procps"}
+
+
 def require_root() -> None:
-    """One clear error unless this process is root and has ``ip`` and ``tc``."""
+    """One clear error unless this process is root and has every program of :data:`TOOLS`."""
     if os.geteuid() != 0:
         raise TestbedError("colltune testbed needs root (network namespaces, bridges and tc); run it as root")
-    missing = [tool for tool in ("ip", "tc") if shutil.which(tool) is None]
+    missing = [f"{tool} ({package})" for tool, package in TOOLS.items() if shutil.which(tool) is None]
     if missing:
-        raise TestbedError(f"colltune testbed needs {' and '.join(missing)} (iproute2), which are not installed")
+        raise TestbedError(f"colltune testbed needs {', '.join(missing)}, not installed here")
 
 
 def _run(*cmd: str) -> str:
