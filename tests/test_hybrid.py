@@ -164,6 +164,44 @@ def test_without_a_tolerance_the_fastest_wins_as_before() -> None:
 
 
 @dataclass
+class Switching:
+    """A timer in seconds whose ``a`` pays for following ``native``: its first timing after one of
+    ``native`` is four times slower (the connections its traffic pattern wakes restart slowly); a
+    call of ``native`` takes 0.1 s, of ``a`` 0.06 s, of ``b`` 0.4 s.  ``settle_call`` as the MPI timers
+    have it (:data:`colltune.tune.measure.SETTLE_CALL`)."""
+
+    settle_call: float
+    calls: list[str] = field(default_factory=list)
+
+    def price(self, collective: str, algorithm: str, procs: int, size: int,
+              params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+        after_native = bool(self.calls) and self.calls[-1] == NATIVE
+        self.calls.append(algorithm)
+        base = {NATIVE: 0.1, "a": 0.06, "b": 0.4}[algorithm] * (1 if params.get("x", 1) == 1 else 10)
+        return base * (4 if algorithm == "a" and after_native else 1), dict(params)
+
+
+def test_a_long_call_is_confirmed_by_the_second_of_two_timings_in_a_row() -> None:
+    """The sample times a after b and finds it 40 % faster than native; each confirming timing of a
+    follows one of native.  Where native's call is at least the timer's settle_call, each
+    confirming timing is made twice in a row and the second counts, so a is taken; where it is
+    shorter, each is made once, and a, slow every time right after native, is not."""
+    timer = Switching(settle_call=0.03)
+    t = Tuner(timer, "bcast", 4, space=Space(("b", "a")), tolerance=0.05)
+    assert t.winner(64) == ("a", (("x", 1),))
+    assert timer.calls[-4:] == [NATIVE, NATIVE, "a", "a"]
+    timer = Switching(settle_call=1.0)
+    t = Tuner(timer, "bcast", 4, space=Space(("b", "a")), tolerance=0.05)
+    assert t.winner(64) == (NATIVE, ())
+    assert timer.calls[-4:] == [NATIVE, "a", NATIVE, "a"]
+
+
+def test_a_hybrid_pricer_settles_as_its_timer_does() -> None:
+    assert HybridPricer(Table({}), Switching(settle_call=0.25), Space()).settle_call == 0.25
+    assert HybridPricer(Table({}), Table({}), Space()).settle_call == float("inf")
+
+
+@dataclass
 class BySize:
     """Prices that depend on the size: a is fast below 100 bytes, b above; at 64 b is 3 % better."""
 

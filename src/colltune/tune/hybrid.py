@@ -151,6 +151,11 @@ class HybridPricer:
                           f"(timed {self.timed}, not timed {self.pruned + self.unforceable})")
         return t, used
 
+    @property
+    def settle_call(self) -> float:
+        """The timer's :data:`colltune.tune.measure.SETTLE_CALL` (inf if it has none)."""
+        return float(getattr(self.timer, "settle_call", math.inf))
+
     def summary(self) -> str:
         """The counts, for the table's provenance."""
         return (f"hybrid: {self.timed} timings; {self.pruned} candidates not timed (predicted beyond "

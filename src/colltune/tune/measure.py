@@ -76,6 +76,17 @@ TIMING_FILL = 0.1
 FILL_FACTOR = 4
 
 
+#: Seconds: where a call takes at least this long, the tuner's confirming timings
+#: (:meth:`colltune.tune.select.Tuner._confirmed`) are made twice in a row and the second counts.
+#: A timing that follows another algorithm's pays for the switch: the connections the new pattern
+#: wakes restart from a small congestion window.  On the 8-host testbed (100 Mbit/s, cubic), in one
+#: MPICH job, the recursive-doubling allgather of 128 KiB after the ring took 106 ms falling to
+#: 86 ms over ten calls (1 s), and the hybrid tuner's confirming timings had it at 117 and 114 ms
+#: against the ring's 89 ms, where the C client found it 5 % faster than the ring; at 32 KiB (24 ms
+#: calls) no such transient was seen.
+SETTLE_CALL = 0.03
+
+
 def time_collective(comm: MPI.Comm, collective: str, algorithm: str, size: int, params: dict[str, Any],
                     reps: int, warmup: int, budget: float | None = None, fill: float = 0.0) -> Timing:
     """Time one collective call (collective: every rank of ``comm`` calls it with the same arguments).
@@ -132,6 +143,8 @@ class MeasurePricer:
     warmup: int = 2
     budget: float | None = TIMING_BUDGET
     fill: float = TIMING_FILL
+    #: Seconds per call from which the tuner settles its confirming timings (:data:`SETTLE_CALL`).
+    settle_call: float = SETTLE_CALL
 
     def price(self, collective: str, algorithm: str, procs: int, size: int,
               params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
@@ -158,6 +171,8 @@ class LibraryTimer:
     warmup: int = 2
     budget: float | None = TIMING_BUDGET
     fill: float = TIMING_FILL
+    #: Seconds per call from which the tuner settles its confirming timings (:data:`SETTLE_CALL`).
+    settle_call: float = SETTLE_CALL
 
     def price(self, collective: str, algorithm: str, procs: int, size: int,
               params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
