@@ -300,8 +300,7 @@ def down(name: str) -> list[str]:
         if subprocess.run(["ip", "link", "del", link], capture_output=True, check=False).returncode == 0:
             removed.append(link)
     shutil.rmtree(state.folder, ignore_errors=True)
-    allowed = _ALLOWED.read_text().split()
-    if state.allowed and state.congestion in allowed:
+    if state.allowed and state.congestion in (allowed := _ALLOWED.read_text().split()):
         _allow([c for c in allowed if c != state.congestion])
         removed.append(f"tcp_allowed_congestion_control: {state.congestion}")
     return removed

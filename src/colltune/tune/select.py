@@ -246,8 +246,7 @@ class Tuner:
             return True
         key = (ch, size)
         if key not in self._checks:
-            native_time = next(c.time for c in self.sample(size).candidates if c.algorithm == NATIVE)
-            times = 2 if native_time >= getattr(self.pricer, "settle_call", math.inf) else 1
+            times = 2 if self.time(choice(NATIVE, {}), size) >= getattr(self.pricer, "settle_call", math.inf) else 1
             wins = 1
             for _ in range(2):
                 try:
