@@ -13,7 +13,8 @@ uplinks: two hosts of ``--link`` share one uplink of ``--link``), then:
 2. times every registered algorithm of every collective (with its default parameters) and
    ``native`` at each size, root 0, in one MPI job: a plan built once, ``--warmup`` runs, then
    ``--reps`` runs each started after a barrier, the slowest rank's time per run, the median;
-   every case once per round, over ``--rounds`` rounds, and the median of the rounds;
+   every case once per round, over ``--rounds`` rounds (after the first in a shuffled order, so
+   that no case always follows the same one), and the median of the rounds;
 3. predicts each case with every predictor the profile supports (each network model of the
    simulator, each endpoint model again over the testbed's own topology file as the probe kept
    it in the profile, with the retransmission timeout its incast measured, each analytic model;
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 import subprocess
 import sys
@@ -53,10 +55,25 @@ def colltune(*args: str, timeout: float = 7200, progress: bool = False) -> str:
     return res.stdout
 
 
+def round_order(cases: int, rnd: int) -> list[int]:
+    """The order in which round ``rnd`` (from 0) times the ``cases``: the listed order in the first
+    round, a shuffle seeded by the round in the others (every rank computes the same).
+
+    Why: on a TCP network a case can pay for the one before it.  In the listed order every 4 KiB
+    reduce follows the 512 KiB all-to-alls; on the star (2026-11-25) all of them ran 3.6-22 ms in
+    two of three rounds and 0.65-2.2 ms in the third, so the median of the rounds kept the
+    aftermath.  Shuffled, a case follows a given one in one round at most, which the median drops."""
+    order = list(range(cases))
+    if rnd:
+        random.Random(rnd).shuffle(order)
+    return order
+
+
 def time_job(out: str, collectives: list[str], sizes: list[int], reps: int, warmup: int, rounds: int) -> None:
-    """Under mpiexec: time every case in each of ``rounds`` rounds; rank 0 writes them as JSON to
-    ``out``, each case's median the median of its rounds' and its quartiles the extremes of theirs,
-    so that a disturbance during one round does not make the figure."""
+    """Under mpiexec: time every case in each of ``rounds`` rounds (:func:`round_order`); rank 0
+    writes them as JSON to ``out``, each case's median the median of its rounds' and its quartiles
+    the extremes of theirs, so that a disturbance during one round does not make the figure, and
+    each round's median and place in its round beside them."""
     from mpi4py import MPI
 
     from colltune.algorithms import REGISTRY
@@ -71,17 +88,21 @@ def time_job(out: str, collectives: list[str], sizes: list[int], reps: int, warm
             for coll in collectives for size in ([0] if coll == "barrier" else sizes)
             for name in ["native", *(a.name for a in candidates(coll))]]
     timings: list[list] = [[] for _ in plan]
+    places: list[list[int]] = [[] for _ in plan]
     for rnd in range(rounds):
-        for (coll, size, name, params), found in zip(plan, timings, strict=True):
+        for place, i in enumerate(round_order(len(plan), rnd)):
+            coll, size, name, params = plan[i]
             t = time_collective(comm, coll, name, size, params, reps, warmup)
-            found.append(t)
+            timings[i].append(t)
+            places[i].append(place)
             if me == 0:
                 print(f"round {rnd + 1}/{rounds} {coll}/{name} {size} B: {t.median * 1e3:.2f} ms", file=sys.stderr,
                       flush=True)
     cases = [{"collective": coll, "algorithm": name, "size": size, "params": params,
               "median": statistics.median(t.median for t in found), "q1": min(t.q1 for t in found),
-              "q3": max(t.q3 for t in found), "reps": sum(t.reps for t in found)}
-             for (coll, size, name, params), found in zip(plan, timings, strict=True)]
+              "q3": max(t.q3 for t in found), "reps": sum(t.reps for t in found),
+              "rounds": [t.median for t in found], "places": place}
+             for (coll, size, name, params), found, place in zip(plan, timings, places, strict=True)]
     if me == 0:
         write_atomic(out, json.dumps({"library": MPI.Get_library_version().strip().splitlines()[0], "procs": procs,
                                       "hosts": sorted(set(comm.gather(MPI.Get_processor_name()) or [])),
@@ -135,7 +156,8 @@ def predict_shape(shape: str, args: argparse.Namespace, d: Path, probe_s: float 
     # the probe keeps the testbed's file in the profile, with what it measured (the incast's T_RTO)
     topology = profile.topology or read_topology(d / f"topology-{tag(shape)}.json")
     timed = json.loads((d / f"times-{tag(shape)}.json").read_text())
-    cases = [FidelityCase(**c) for c in timed["cases"]]
+    # each round's median and place stay in the times file, for a look at what one round suffered
+    cases = [FidelityCase(**{k: v for k, v in c.items() if k not in ("rounds", "places")}) for c in timed["cases"]]
     print(f"[{shape}] predicting {len(cases)} cases ...", flush=True)
     cases = predict_cases(cases, timed["procs"], predictors(profile, topology))
     how = f"sizes {args.sizes}, {args.reps} runs after {args.warmup} warm-ups, root 0, median of {args.rounds} rounds"

@@ -165,17 +165,21 @@ CAN_TESTBED = os.geteuid() == 0 and shutil.which("ip") is not None and shutil.wh
 @pytest.mark.skipif(not CAN_TESTBED, reason="the testbed needs root and iproute2 (ip, tc)")
 def test_a_small_fidelity_run_on_a_four_host_testbed_predicts_within_a_bound(tmp_path):
     """The benchmark, small: a 4-host, 100 Mbit/s star, a quick probe given the testbed's topology,
-    every broadcast, gather and all-to-all at 64 KiB in one round; the profile's default predictor
-    (over the topology, for an endpoint model) prices every case with a median error within 30 %,
-    and the claims print."""
+    every broadcast, gather and all-to-all at 64 KiB in two rounds, the second in another order;
+    the profile's default predictor (over the topology, for an endpoint model) prices every case
+    with a median error within 30 %, and the claims print."""
     from helpers import run_bounded
 
     res = run_bounded([sys.executable, str(ROOT / "benchmarks" / "fidelity_testbed.py"), "--shapes", "star",
                        "--hosts", "4", "--collectives", "bcast,gather,alltoall", "--sizes", "64KiB", "--probe",
-                       "quick", "--rounds", "1", "--reps", "3", "--warmup", "1", "--testbed", "ctfid",
+                       "quick", "--rounds", "2", "--reps", "3", "--warmup", "1", "--testbed", "ctfid",
                        "--keep", str(tmp_path)], 600, "the fidelity benchmark")
     assert res.returncode == 0, f"stdout:\n{res.stdout[-3000:]}\nstderr:\n{res.stderr[-3000:]}"
     results = read_fidelity(tmp_path / "fidelity-star.json")
+    timed = json.loads((tmp_path / "times-star.json").read_text())["cases"]
+    first, second = ([c["places"][r] for c in timed] for r in (0, 1))
+    assert all(len(c["rounds"]) == 2 for c in timed) and first == list(range(len(timed)))
+    assert sorted(second) == first and second != first, "the second round did not time the cases in another order"
     profile = read_profile(tmp_path / "profile-star.json")  # the probe kept the testbed's topology
     assert profile.topology is not None and profile.topology.procs == results.procs == 4
     assert results.default_predictor == default_predictor(profile, 4)
