@@ -62,7 +62,10 @@ def round_order(cases: int, rnd: int) -> list[int]:
     Why: on a TCP network a case can pay for the one before it.  In the listed order every 4 KiB
     reduce follows the 512 KiB all-to-alls; on the star (2026-11-25) all of them ran 3.6-22 ms in
     two of three rounds and 0.65-2.2 ms in the third, so the median of the rounds kept the
-    aftermath.  Shuffled, a case follows a given one in one round at most, which the median drops."""
+    aftermath.  Shuffled, a case follows a given one in one round at most.  The next run showed
+    that the slow rounds come in episodes in time (runs of consecutive cases, one to nine per
+    round); shuffled, an episode strikes different cases in different rounds, which the median
+    then drops."""
     order = list(range(cases))
     if rnd:
         random.Random(rnd).shuffle(order)

@@ -252,10 +252,10 @@ class Tuner:
         own allreduce and its ring at 32 KiB put the ring at 0.73-1.07 of MPICH's time in one job,
         and the sample of the tuning job had them even (6.43 ms each), where the ring was 7-21 %
         faster in every round of a plain loop (five rounds of 20 calls) and 18 % in the C client;
-        the ring was not looked at again.  For longer calls the budget forbids it: there every confirming
-        timing is made twice (below) and lasts up to a second, and looking again at every lead
-        below the tolerance made the tuning job 70-80 s longer (274 and 290 s, against 208 s, of
-        issue #19's 300), 90 % of it at 64 KiB and more.
+        the ring was not looked at again.  For longer calls the budget forbids it: there every
+        confirming timing is made twice (below) and lasts up to a second, and looking again at
+        every lead below the tolerance made the tuning job 70-80 s longer (274 and 290 s, against
+        208 s, of issue #19's 300), 90 % of it at 64 KiB and more.
 
         Where a call of ``native`` takes at least the pricer's ``settle_call`` seconds (timers in an
         MPI job have one, :data:`colltune.tune.measure.SETTLE_CALL`), each confirming timing is
