@@ -159,8 +159,8 @@ def predict_shape(shape: str, args: argparse.Namespace, d: Path, probe_s: float 
     # the probe keeps the testbed's file in the profile, with what it measured (the incast's T_RTO)
     topology = profile.topology or read_topology(d / f"topology-{tag(shape)}.json")
     timed = json.loads((d / f"times-{tag(shape)}.json").read_text())
-    # each round's median and place stay in the times file, for a look at what one round suffered
-    cases = [FidelityCase(**{k: v for k, v in c.items() if k not in ("rounds", "places")}) for c in timed["cases"]]
+    # what the times file keeps beyond a case (each round's median and place) stays there
+    cases = [FidelityCase(**{k: v for k, v in c.items() if k in FidelityCase.model_fields}) for c in timed["cases"]]
     print(f"[{shape}] predicting {len(cases)} cases ...", flush=True)
     cases = predict_cases(cases, timed["procs"], predictors(profile, topology))
     how = f"sizes {args.sizes}, {args.reps} runs after {args.warmup} warm-ups, root 0, median of {args.rounds} rounds"
