@@ -62,10 +62,10 @@ def round_order(cases: int, rnd: int) -> list[int]:
     Why: on a TCP network a case can pay for the one before it.  In the listed order every 4 KiB
     reduce follows the 512 KiB all-to-alls; on the star (2026-11-25) all of them ran 3.6-22 ms in
     two of three rounds and 0.65-2.2 ms in the third, so the median of the rounds kept the
-    aftermath.  Shuffled, a case follows a given one in one round at most.  The next run showed
-    that the slow rounds come in episodes in time (runs of consecutive cases, one to nine per
-    round); shuffled, an episode strikes different cases in different rounds, which the median
-    then drops."""
+    aftermath.  Shuffled, a case follows a given one in one round at most.  The aftermath turned
+    out to be the CPU scheduler's, not the network's, and every case now starts after every rank
+    has slept (:data:`colltune.tune.measure.REST`); the shuffle stays, so that what remains of a
+    case's dependence on the one before does not repeat in every round."""
     order = list(range(cases))
     if rnd:
         random.Random(rnd).shuffle(order)
@@ -81,7 +81,7 @@ def time_job(out: str, collectives: list[str], sizes: list[int], reps: int, warm
 
     from colltune.algorithms import REGISTRY
     from colltune.files import write_atomic
-    from colltune.tune.measure import time_collective
+    from colltune.tune.measure import REST, time_collective
     from colltune.tune.select import candidates
 
     comm = MPI.COMM_WORLD
@@ -95,7 +95,7 @@ def time_job(out: str, collectives: list[str], sizes: list[int], reps: int, warm
     for rnd in range(rounds):
         for place, i in enumerate(round_order(len(plan), rnd)):
             coll, size, name, params = plan[i]
-            t = time_collective(comm, coll, name, size, params, reps, warmup)
+            t = time_collective(comm, coll, name, size, params, reps, warmup, rest=REST)
             timings[i].append(t)
             places[i].append(place)
             if me == 0:

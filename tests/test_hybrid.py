@@ -387,3 +387,24 @@ def test_cheap_calls_are_repeated_to_fill_the_timing_and_a_budget_still_cuts():
     assert reps(budget=10.0) == reps(budget=10.0, fill=0.0) == 6
     assert reps() == reps(fill=1.0) == 6  # fill goes with a budget
     assert reps(budget=1e-12, fill=1.0) == MIN_REPS
+
+
+def test_a_timing_with_rest_sleeps_that_long_before_its_first_call_and_times_the_same_calls():
+    """``rest`` puts every rank to sleep once the plan is built (the scheduler's memory of the case
+    before is cleared, :data:`colltune.tune.measure.REST`); it adds that much wall time and changes
+    neither the repetitions nor what they time."""
+    import time
+
+    from mpi4py import MPI
+
+    from colltune.tune.measure import REST, time_collective
+
+    def timed(rest: float) -> tuple[float, int]:
+        t0 = time.perf_counter()
+        reps = time_collective(MPI.COMM_SELF, "bcast", "binomial_tree", 64, {}, 4, 1, rest=rest).reps
+        return time.perf_counter() - t0, reps
+
+    _, plain_reps = timed(0.0)
+    rested, rested_reps = timed(REST)
+    assert rested_reps == plain_reps == 4
+    assert rested >= REST > 0

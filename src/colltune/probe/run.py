@@ -66,7 +66,7 @@ from colltune.probe.measure import Meter
 from colltune.probe.stats import derived, series, summarise
 from colltune.profiles.format import Fit, Models, Profile, Provenance, Series
 from colltune.sim import NETWORKS, Topology, simulate, topology_for
-from colltune.tune.measure import Timing, time_collective
+from colltune.tune.measure import REST, Timing, time_collective
 
 KiB = 1024
 
@@ -203,7 +203,7 @@ class _SecondCheck:
 
 
 def _time_cases(comm: MPI.Comm, cases: Sequence[Case]) -> list[Timing]:
-    return [time_collective(comm, coll, alg, size, {}, CHECK_REPS, 1, CHECK_BUDGET) for coll, alg, size in cases]
+    return [time_collective(comm, coll, alg, size, {}, CHECK_REPS, 1, CHECK_BUDGET, rest=REST) for coll, alg, size in cases]
 
 
 def _check_sizes(sizes: Sequence[int]) -> tuple[int, ...]:

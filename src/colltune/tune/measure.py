@@ -6,14 +6,15 @@ rank's: what the OSU-style C client of ``bench --library`` reports, less its out
 records the median and quartiles of the slowest rank per repetition.
 
 One timing of a candidate: every rank builds the plan (:func:`colltune.runtime.plan`) on buffers
-of the right sizes, runs it ``warmup`` times, then ``reps`` times, each after a barrier, timing
-its own call with ``MPI.Wtime``.  A repetition's time is the slowest rank's (one ``allreduce``
-with MAX over the vector of repetitions, so every rank holds the same numbers and takes the same
+of the right sizes, sleeps for a moment (:data:`REST` in the fidelity benchmark and the probe's
+check), runs it ``warmup`` times, then ``reps`` times, each after a barrier, timing its own call
+with ``MPI.Wtime``.  A repetition's time is the slowest rank's (one ``allreduce`` with MAX over the vector of repetitions, so every rank holds the same numbers and takes the same
 decisions), and the result is the median of the repetitions with its quartiles.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -86,19 +87,37 @@ FILL_FACTOR = 4
 #: calls) no such transient was seen.
 SETTLE_CALL = 0.03
 
+#: Seconds every rank sleeps before a case's first call when its timings must not pay for the case
+#: before (``time_collective(rest=...)``; the fidelity benchmark and the probe's check).  With more
+#: ranks than cores (the testbed runs 8 on 2) a case that follows one in which some ranks computed
+#: far more than others (a 512 KiB reduction or all-to-all) can run several times slower, in steps
+#: of about 5.6 ms per call: on the star (2026-11-25), a stretch of 76 cases of the fidelity
+#: benchmark timed back to back had 1-7 such cases per run (a 4 KiB broadcast 11.1 ms against
+#: 1.1 ms), none with every rank asleep for 10 ms (or 50 ms, or 100 ms) before each case, and 1-5
+#: with the ranks spinning in MPI for 20 ms instead.  So it is the CPU scheduler's memory of what
+#: each rank used, which a sleep clears, not traffic left on the network.  50 ms leaves a margin.
+REST = 0.05
+
 
 def time_collective(comm: MPI.Comm, collective: str, algorithm: str, size: int, params: dict[str, Any],
-                    reps: int, warmup: int, budget: float | None = None, fill: float = 0.0) -> Timing:
+                    reps: int, warmup: int, budget: float | None = None, fill: float = 0.0,
+                    rest: float = 0.0) -> Timing:
     """Time one collective call (collective: every rank of ``comm`` calls it with the same arguments).
 
     With ``budget`` (seconds), the first warm-up run is timed (slowest rank) and the others are
     skipped if they would take more than a tenth of the budget, and the repetitions are cut to
     what fits in the budget, but not below :data:`MIN_REPS`; with ``fill`` (seconds, with a budget
-    only) they are raised to what fills ``fill``, but not above :data:`FILL_FACTOR` times ``reps``."""
+    only) they are raised to what fills ``fill``, but not above :data:`FILL_FACTOR` times ``reps``.
+    With ``rest`` (seconds), every rank sleeps that long between two barriers once the plan is
+    built, before the first warm-up run (:data:`REST`)."""
     procs, me = comm.Get_size(), comm.Get_rank()
     op = "sum" if get_collective(collective).reduces else None
     with plan(collective, *_buffers(collective, procs, me, size), comm=comm, algorithm=algorithm, op=op,
               **params) as p:
+        if rest > 0:
+            comm.Barrier()
+            time.sleep(rest)
+            comm.Barrier()
         for i in range(warmup):
             if budget is None or i > 0:
                 p.run()
