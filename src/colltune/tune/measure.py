@@ -6,10 +6,12 @@ rank's: what the OSU-style C client of ``bench --library`` reports, less its out
 records the median and quartiles of the slowest rank per repetition.
 
 One timing of a candidate: every rank builds the plan (:func:`colltune.runtime.plan`) on buffers
-of the right sizes, sleeps for a moment (:data:`REST` in the fidelity benchmark and the probe's
-check), runs it ``warmup`` times, then ``reps`` times, each after a barrier, timing its own call
-with ``MPI.Wtime``.  A repetition's time is the slowest rank's (one ``allreduce`` with MAX over the vector of repetitions, so every rank holds the same numbers and takes the same
-decisions), and the result is the median of the repetitions with its quartiles.
+of the right sizes, sleeps for a moment (:data:`TUNE_REST` in the tuners, :data:`REST` in the
+fidelity benchmark and the probe's check, not in ``bench``), runs it ``warmup`` times, then
+``reps`` times, each after a barrier, timing its own call with ``MPI.Wtime``.  A repetition's time
+is the slowest rank's (one ``allreduce`` with MAX over the vector of repetitions, so every rank
+holds the same numbers and takes the same decisions), and the result is the median of the
+repetitions with its quartiles.
 """
 
 from __future__ import annotations
@@ -97,6 +99,12 @@ SETTLE_CALL = 0.03
 #: with the ranks spinning in MPI for 20 ms instead.  So it is the CPU scheduler's memory of what
 #: each rank used, which a sleep clears, not traffic left on the network.  50 ms leaves a margin.
 REST = 0.05
+#: Seconds every rank sleeps before each of the tuners' timings: the shortest :data:`REST` that
+#: cleared the slow cases above (10 ms), since the hybrid tuner makes about 1200 timings within the
+#: five minutes of issue #19.  In one MPICH job on the testbed, eight pairs of timings of MPICH's
+#: ring allreduce of 32 KiB and its own put the ring at 0.79-1.06 and 0.84-0.99 of MPICH's time
+#: without it, 0.82-0.92 and 0.83-0.92 with it.
+TUNE_REST = 0.01
 
 
 def time_collective(comm: MPI.Comm, collective: str, algorithm: str, size: int, params: dict[str, Any],
@@ -164,13 +172,15 @@ class MeasurePricer:
     fill: float = TIMING_FILL
     #: Seconds per call from which the tuner settles its confirming timings (:data:`SETTLE_CALL`).
     settle_call: float = SETTLE_CALL
+    #: Seconds every rank sleeps before each timing (:data:`TUNE_REST`).
+    rest: float = TUNE_REST
 
     def price(self, collective: str, algorithm: str, procs: int, size: int,
               params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
         _at_job_size(self.comm, procs)
         try:
             t = time_collective(self.comm, collective, algorithm, size, params, self.reps, self.warmup, self.budget,
-                                self.fill)
+                                self.fill, self.rest)
         except ParameterError as exc:
             raise Unavailable(str(exc)) from None
         return t.rank_median, dict(params)
@@ -192,6 +202,8 @@ class LibraryTimer:
     fill: float = TIMING_FILL
     #: Seconds per call from which the tuner settles its confirming timings (:data:`SETTLE_CALL`).
     settle_call: float = SETTLE_CALL
+    #: Seconds every rank sleeps before each timing (:data:`TUNE_REST`).
+    rest: float = TUNE_REST
 
     def price(self, collective: str, algorithm: str, procs: int, size: int,
               params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
@@ -202,7 +214,8 @@ class LibraryTimer:
         self.forcer.force(collective, algorithm, params)
         comm = self.comm.Dup() if self.forcer.fresh_communicator else self.comm
         try:
-            t = time_collective(comm, collective, NATIVE, size, {}, self.reps, self.warmup, self.budget, self.fill)
+            t = time_collective(comm, collective, NATIVE, size, {}, self.reps, self.warmup, self.budget, self.fill,
+                                self.rest)
         finally:
             if comm is not self.comm:
                 comm.Free()

@@ -24,13 +24,29 @@
  * where under MPI_THREAD_SINGLE it spins, which on a machine with fewer cores than ranks (the
  * emulated testbed runs 8 ranks on 2 cores) costs milliseconds per call and measures the
  * scheduler, not the network.  Set COLLBENCH_THREAD_SINGLE=1 to init with MPI_Init instead.
+ *
+ * Before each (collective, size) every rank sleeps REST_SECONDS between two barriers, which OSU
+ * does not: with more ranks than cores, a size that follows one in which some ranks computed far
+ * more than others runs slow, in steps of about 5.6 ms per call on the testbed, until every rank
+ * has slept (colltune.tune.measure.REST says what was measured).
  */
+#define _POSIX_C_SOURCE 199309L
+#include <errno.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 enum { MAX_ITEMS = 256 };
+static const double REST_SECONDS = 0.05;
+
+static void rest(void) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  struct timespec t = {0, (long)(REST_SECONDS * 1e9)};
+  while (nanosleep(&t, &t) == -1 && errno == EINTR) continue;
+  MPI_Barrier(MPI_COMM_WORLD);
+}
 
 static int split(char *text, char **items) {
   int n = 0;
@@ -105,7 +121,7 @@ int main(int argc, char **argv) {
       const int rcount = (int)(floats ? size / 4 : size);
       const long n = size >= large_from ? large_iterations : iterations;
       double total = 0;
-      MPI_Barrier(MPI_COMM_WORLD);
+      rest();
       for (long i = 0; i < warmup + n; ++i) {
         const double t0 = MPI_Wtime();
         call(colls[c], send, recv, (int)size, MPI_BYTE, rtype, rcount, MPI_COMM_WORLD);
