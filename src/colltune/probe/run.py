@@ -203,7 +203,8 @@ class _SecondCheck:
 
 
 def _time_cases(comm: MPI.Comm, cases: Sequence[Case]) -> list[Timing]:
-    return [time_collective(comm, coll, alg, size, {}, CHECK_REPS, 1, CHECK_BUDGET, rest=REST) for coll, alg, size in cases]
+    return [time_collective(comm, coll, alg, size, {}, CHECK_REPS, 1, CHECK_BUDGET, rest=REST)
+            for coll, alg, size in cases]
 
 
 def _check_sizes(sizes: Sequence[int]) -> tuple[int, ...]:

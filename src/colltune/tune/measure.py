@@ -95,9 +95,10 @@ SETTLE_CALL = 0.03
 #: far more than others (a 512 KiB reduction or all-to-all) can run several times slower, in steps
 #: of about 5.6 ms per call: on the star (2026-11-25), a stretch of 76 cases of the fidelity
 #: benchmark timed back to back had 1-7 such cases per run (a 4 KiB broadcast 11.1 ms against
-#: 1.1 ms), none with every rank asleep for 10, 50 or 500 ms before each case, and 1-5
-#: with the ranks spinning in MPI for 20 ms instead.  So it is the CPU scheduler's memory of what
-#: each rank used, which a sleep clears, not traffic left on the network.  50 ms leaves a margin.
+#: 1.1 ms), none with every rank asleep for 10, 50 or 500 ms before each case, and 1-5 with the
+#: ranks spinning in MPI for 20 ms instead.  So it is most likely the CPU scheduler's memory of what
+#: each rank used, which a sleep clears, not traffic left on the network (docs/fidelity.md).  50 ms
+#: leaves a margin.
 REST = 0.05
 #: Seconds every rank sleeps before each of the tuners' timings: the shortest :data:`REST` that
 #: cleared the slow cases above (10 ms), since the hybrid tuner makes about 1200 timings within the
