@@ -97,10 +97,12 @@ def test_a_choice_whose_followers_lose_is_given_back_after_two_passes() -> None:
     out = check_in_order(timer, "alltoall", 8, r, SIZES, 0.05, lines.append, notes)
     assert [(x.size_min, x.algorithm) for x in out] == [(0, NATIVE)]
     assert len(notes) == 1 and "pairwise at 4096-16383 B" in notes[0] and "given back" in notes[0]
-    # only the suspect's sizes and those after it were timed, twice each way
+    # only the suspect's sizes and those after it were timed, twice each way: native's sequence
+    # first in the first pass, the table's first in the second
     span = [s for s in SIZES if 4096 <= s]
-    assert timer.calls == 2 * ([(NATIVE, s) for s in span] + [
-        ("pairwise" if s < 16384 else NATIVE, s) for s in span])
+    native = [(NATIVE, s) for s in span]
+    table = [("pairwise" if s < 16384 else NATIVE, s) for s in span]
+    assert timer.calls == native + table + table + native
 
 
 def test_a_choice_is_kept_when_the_network_forgets() -> None:
@@ -141,3 +143,35 @@ def test_progress_lines_give_small_times_in_microseconds_without_exponents() -> 
     lines: list[str] = []
     check_in_order(timer, "alltoall", 8, r, SIZES, 0.05, lines.append)
     assert lines and all(" us" in line and "e-" not in line for line in lines), lines
+
+
+@dataclass
+class SecondTimer:
+    """Seconds per call: ``base[algorithm] * size``, ``second`` times more in the second sequence
+    of each pass (a sequence starts where the size goes down), whatever it runs."""
+
+    base: dict[str, float]
+    second: float = 1.2
+    calls: list[tuple[str, int]] = field(default_factory=list)
+    sequence: int = 0
+
+    def price(self, collective: str, algorithm: str, procs: int, size: int,
+              params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+        if self.calls and size < self.calls[-1][1]:
+            self.sequence += 1
+        self.calls.append((algorithm, size))
+        return self.base[algorithm] * max(size, 1) * (self.second if self.sequence % 2 else 1.0), dict(params)
+
+
+def test_a_cost_on_whichever_sequence_runs_second_gives_nothing_back() -> None:
+    # in the first pass the table's sequence runs second and loses 20 % everywhere; in the second
+    # native's does: the choice loses only once, and is kept
+    timer = SecondTimer({NATIVE: 1e-6, "pairwise": 0.95e-6})
+    r = rules((0, NATIVE), (4096, "pairwise"), (16384, NATIVE))
+    lines: list[str] = []
+    assert check_in_order(timer, "alltoall", 8, r, SIZES, 0.05, lines.append) == r
+    assert len(lines) == 2 and "(pass 2)" in lines[1]
+    # timed native first in both passes, the same cost would have given it back twice
+    span = [s for s in SIZES if 4096 <= s]
+    assert timer.calls[:len(span)] == [(NATIVE, s) for s in span]
+    assert timer.calls[2 * len(span)][0] == "pairwise"

@@ -15,14 +15,20 @@ all-to-all of 128 KiB ran 97.4 against 88.7 ms (2026-11-25).
 So once the rules of a collective are decided in the job, :func:`check_in_order` looks at each
 *suspect*, a rule that chooses another algorithm followed by one that keeps ``native``: it times
 the rules in ascending order of the grid sizes over the suspect's sizes and the first
-:data:`FOLLOWERS` sizes of the ``native`` rule after it, after the library's own choice
+:data:`FOLLOWERS` sizes of the ``native`` rule after it, and the library's own choice
 (``native``) at the same sizes in the same order.  If, in order, the sizes of that ``native``
 rule run more than the tolerance slower after the suspect than after ``native``, and
 lose more there (seconds per call, summed over the sizes, as a program that runs each size equally
 often spends them) than the suspect gains at its own sizes, the pair of sequences is timed again,
-and if the suspect loses again its sizes are given back to ``native``.  Two losses, as a choice
-needs two wins over ``native`` (:meth:`colltune.tune.select.Tuner._confirmed`), because a
-retransmission timeout makes one slow sequence on its own.
+the table's first this time, and if the suspect loses again its sizes are given back to
+``native``.  Two losses, as a choice needs two wins over ``native``
+(:meth:`colltune.tune.select.Tuner._confirmed`), because a retransmission timeout makes one slow
+sequence on its own; in both orders, so that a cost falling on whichever sequence runs second
+cannot give a choice back.  The MPICH library benchmark's tuning job of 2026-11-25 timed
+``native``'s sequence first in both passes: in 10 of its 26 passes the table's sequence was
+slower at the suspect's own sizes, where each choice had won twice when timed alone, and the three
+rules it gave back (scatter, gather and allgather below 128 B) had lost at their own sizes in
+five of their six passes.
 
 Only sizes of the tuner's grid are run (0, 1, 2, 4, ... the largest size): the sizes the C client
 runs, and those at which every rule was timed.
@@ -152,15 +158,21 @@ def check_in_order(timer: Pricer, collective: str, procs: int, rules: tuple[Rule
                    notes: list[str] | None = None) -> tuple[Rule, ...]:
     """The rules of ``collective`` at ``procs`` processes, each suspect (:func:`suspects`) given
     back to ``native`` where it loses twice in order (see the module docstring).  Each suspect is
-    timed over its own span: its sizes, then those of the ``native`` rule after it.  ``timer``
+    timed over its own span: its sizes, then those of the ``native`` rule after it; ``native``'s
+    sequence first in the first pass, the table's first in the second.  ``timer``
     times in the running job (every rank calls this with the same arguments); ``say`` hears what is
     timed and decided, and ``notes`` (if given) gets a line for each rule given back."""
     guilty: list[tuple[Suspect, Verdict]] = []
     for suspect in suspects(rules, sizes):
         span = steps(rules, sizes, suspect.own[0], suspect.after[-1])
         for attempt in (1, 2):
-            native = time_in_order(timer, collective, procs, [(s, NATIVE_CHOICE) for s, _ in span])
-            table = time_in_order(timer, collective, procs, span)
+            native_span = [(s, NATIVE_CHOICE) for s, _ in span]
+            if attempt == 1:
+                native = time_in_order(timer, collective, procs, native_span)
+                table = time_in_order(timer, collective, procs, span)
+            else:
+                table = time_in_order(timer, collective, procs, span)
+                native = time_in_order(timer, collective, procs, native_span)
             verdict = judge(suspect, table, native, tolerance)
             say(f"in order: {collective} {span[0][0]}-{span[-1][0]} B (pass {attempt}): "
                 f"{rules[suspect.rule].algorithm} gains {_ms(verdict.gain)}, {NATIVE} after it loses "
