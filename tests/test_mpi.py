@@ -181,10 +181,18 @@ def test_quick_probe_writes_a_consistent_profile(procs: int, topology: str | Non
     assert any(note.startswith(f"default_network {profile.default_network}:") for note in prov.notes)
     if topology is None:
         assert profile.topology is None
-    else:  # kept, and the check carried the endpoint models over it; its rto is the incast's
+    else:  # kept, and the check carried the endpoint models over it; its rto is the incast's, its
+        # duplex the shifts'
         rto = models.plogpt.t_rto if any("as the incast measured it" in n for n in prov.notes) else 0.0
-        assert profile.topology == star(procs, 12.5e6).model_copy(update={"rto": rto})
+        duplex = tuple((x, p.median) for x, p in zip(profile.measurements["duplex"].x,
+                                                     profile.measurements["duplex"].points, strict=True))
+        assert profile.topology == star(procs, 12.5e6).model_copy(update={"rto": rto, "duplex": duplex})
         assert any("carried over topology" in note for note in prov.notes)
+    # the shifts one way and both ways, and the share of its rate a flow keeps from them
+    one, both = profile.measurements["duplex_one_way"], profile.measurements["duplex_both_ways"]
+    assert list(one.x) == list(both.x) == list(PLANS["quick"].duplex_sizes)
+    for a, b, e in zip(one.points, both.points, profile.measurements["duplex"].points, strict=True):
+        assert e.median == pytest.approx(min(1.0, a.median / b.median))
     # L = RTT(0)/2 - g(0) (paper 001 eq. 1) is clipped at 0: on shared memory under load g(0) can
     # reach RTT(0)/2 (seen in CI at P = 2)
     assert models.plogp.L >= 0 and models.hockney.alpha > 0
@@ -212,7 +220,8 @@ def test_quick_probe_writes_a_consistent_profile(procs: int, topology: str | Non
     # every measurement carries its spread, every fit its residuals
     for name, series in profile.measurements.items():
         assert series.points and all(p.reps > 0 and p.q1 <= p.median <= p.q3 for p in series.points), name
-    for name in ("hockney", "loggp", "plogp", "plogp_bidirectional", "plogpt", "plogpt_bi", "cluster_L", "incast"):
+    for name in ("hockney", "loggp", "plogp", "plogp_bidirectional", "plogpt", "plogpt_bi", "cluster_L", "incast",
+                 "duplex"):
         fit = profile.fits[name]
         assert fit.residuals and fit.rms >= 0, name
 

@@ -20,6 +20,7 @@ from colltune.probe import (
     epsilon_s,
     epsilon_t,
     fit_cluster_latency,
+    fit_duplex,
     fit_hockney,
     fit_incast,
     fit_loggp,
@@ -225,6 +226,28 @@ def test_an_incast_fit_rejects_what_it_cannot_fit():
         fit_incast([1024], [[1e-3]], 7)
     with pytest.raises(ValueError, match="one sender"):
         fit_incast([1024, 2048], [[1e-3], [2e-3]], 0)
+
+
+@given(st.lists(st.floats(0.3, 1.0), min_size=1, max_size=5), st.floats(1e-4, 1.0))
+def test_the_duplex_share_is_one_way_over_both_ways_and_at_most_1(shares, base):
+    """Shifts whose both-ways time is the one-way time over a known share give that share back at
+    every size; a both-ways shift faster than the one-way one (noise) gives 1, not more."""
+    sizes = [65536 * 4 ** k for k in range(len(shares))]
+    one = [base * (k + 1) for k in range(len(shares))]
+    both = [t / e for t, e in zip(one, shares, strict=True)]
+    pairs, fit = fit_duplex(sizes, one, both)
+    assert [b for b, _ in pairs] == sizes
+    assert [e for _, e in pairs] == pytest.approx(shares, rel=1e-12)
+    assert fit.data == ("duplex_one_way", "duplex_both_ways") and fit.rms == 0
+    faster, _ = fit_duplex([65536], [base], [base * 0.9])
+    assert faster == ((65536.0, 1.0),)
+
+
+def test_a_duplex_fit_rejects_what_it_cannot_fit():
+    with pytest.raises(ValueError, match="at every size"):
+        fit_duplex([65536, 262144], [1e-3], [1e-3, 2e-3])
+    with pytest.raises(ValueError, match="positive times"):
+        fit_duplex([65536], [0.0], [1e-3])
 
 
 def test_epsilon_s_is_the_widest_squared_log_spread():

@@ -252,6 +252,73 @@ def test_a_links_bucket_passes_its_bytes_at_once_after_an_idle_spell():
     assert ends == pytest.approx([1.0, 4.0, 7.0, 9.0])
 
 
+def _duplexed(procs: int, duplex: tuple[tuple[float, float], ...] | None) -> Topology:
+    return star(procs, 1.0).model_copy(update={"duplex": duplex})
+
+
+def _exchange(size: int, both: bool) -> tuple[Schedule, list[int]]:
+    """Ranks 0 and 1 post a message of ``size`` units to each other at once (``both``), or rank 0
+    to rank 1 only; the send ops."""
+    b = ScheduleBuilder(2, send_bytes=size, recv_bytes=size)
+    for src in (0, 1) if both else (0,):
+        b.send(src, 1 - src, Region(Buf.SEND, 0, size))
+        b.recv(1 - src, src, Region(Buf.RECV, 0, size))
+    schedule = b.build()
+    return schedule, [int(i) for i in np.flatnonzero(schedule.columns["kind"] == Kind.SEND)]
+
+
+@pytest.mark.parametrize("sharing", ["equal", "maxmin"])
+def test_a_flow_into_a_host_that_sends_moves_at_the_duplex_share(sharing):
+    """Links of 1 unit/s, duplex 0.5 at every size: two hosts exchanging 4 units each carry them at
+    0.5 units/s and end at 8; one way, the receiver sends nothing and the flow ends at 4; without
+    a duplex table the exchange ends at 4 too."""
+    free = Postal(lam=0.0, step=0.0)
+    for both, duplex, end in ((True, ((1.0, 0.5),), 8.0), (False, ((1.0, 0.5),), 4.0), (True, None, 4.0)):
+        schedule, sends = _exchange(4, both)
+        result = simulate(schedule, "postal", free, topology=_duplexed(2, duplex), sharing=sharing)
+        assert [result.flow_end[i] for i in sends] == pytest.approx([end] * len(sends), rel=1e-12)
+        assert result.flow_rate[sends[0]] == pytest.approx(4.0 / end, rel=1e-12)
+
+
+def test_a_flow_slows_while_its_receiver_sends_and_speeds_up_after():
+    """Rank 0 sends 4 units to rank 1 over 1 unit/s links (duplex 0.5); rank 1 sends 2 units to
+    rank 2 from t = 1, whose receiver sends nothing: 0 -> 1 carries 1 unit by t = 1, 1 more at
+    0.5/s until 1 -> 2 ends at t = 3, and its last 2 at 1/s, ending at 5."""
+    b = ScheduleBuilder(3, send_bytes=4, recv_bytes=4)
+    b.send(0, 1, Region(Buf.SEND, 0, 4), tag=1)
+    b.recv(1, 0, Region(Buf.RECV, 0, 4), tag=1)
+    wait = b.delay(1, 1.0)
+    b.send(1, 2, Region(Buf.SEND, 0, 2), tag=2, requires=[wait])
+    b.recv(2, 1, Region(Buf.RECV, 0, 2), tag=2)
+    schedule = b.build()
+    result = simulate(schedule, "postal", Postal(lam=0.0, step=0.0), topology=_duplexed(3, ((1.0, 0.5),)))
+    assert result.flow_end[op_index(schedule, 0, Kind.SEND)] == pytest.approx(5.0, rel=1e-12)
+    assert result.flow_end[op_index(schedule, 1, Kind.SEND)] == pytest.approx(3.0, rel=1e-12)
+
+
+def test_the_duplex_share_is_interpolated_in_log_size_and_clamped():
+    """Duplex 0.5 at 2 units and 1 at 8: a message of 4 (halfway in log size) keeps 0.75 and the
+    exchange ends at 4 / 0.75; 1 unit keeps 0.5 (below the table), 16 keep all (above it)."""
+    topo = _duplexed(2, ((2.0, 0.5), (8.0, 1.0)))
+    assert topo.duplex_factor(np.array([1, 2, 4, 8, 16])) == pytest.approx([0.5, 0.5, 0.75, 1.0, 1.0])
+    schedule, sends = _exchange(4, True)
+    result = simulate(schedule, "postal", Postal(lam=0.0, step=0.0), topology=topo)
+    assert result.flow_end[sends[0]] == pytest.approx(4 / 0.75, rel=1e-12)
+    assert star(2, 1.0).duplex_factor(np.array([4])) == pytest.approx([1.0])
+
+
+@pytest.mark.parametrize("duplex, problem", [
+    ((), "sizes must be positive and ascending"),
+    (((8.0, 0.5), (2.0, 0.7)), "sizes must be positive and ascending"),
+    (((0.0, 0.5),), "sizes must be positive and ascending"),
+    (((2.0, 0.0),), "efficiencies must lie in"),
+    (((2.0, 1.5),), "efficiencies must lie in"),
+])
+def test_a_bad_duplex_table_is_refused_naming_the_field(duplex, problem):
+    with pytest.raises(ValueError, match=f"duplex: {problem}"):
+        Topology.model_validate({**star(2, 1.0).model_dump(), "duplex": duplex})
+
+
 def test_path_latency_and_topology_validation():
     topo = star(2, 1e9, latency=1e-6)
     schedule, _, recv = _two_ranks(0.0, 1000)

@@ -738,6 +738,8 @@ def networks_markdown() -> str:
         lines += [f"## {n.name}", "", inspect.cleandoc(n.doc), "", where, ""]
     lines += ["## Endpoint models over a topology (`--topology`)", "",
               inspect.cleandoc(on_topology.__doc__ or ""), ""]
+    lines += ["## Hosts that send and receive at once (`duplex` in a topology file)", "",
+              inspect.getdoc(Topology.duplex_factor) or "", ""]
     lines += ["## Finite switch buffers (`--buffer BYTES`, or `buffer` in a topology file)", "",
               inspect.cleandoc(drops.__doc__ or ""), ""]
     return "\n".join(lines).rstrip() + "\n"

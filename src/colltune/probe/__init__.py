@@ -13,6 +13,7 @@ from colltune.probe.fit import (
     epsilon_s,
     epsilon_t,
     fit_cluster_latency,
+    fit_duplex,
     fit_hockney,
     fit_incast,
     fit_loggp,
@@ -24,5 +25,6 @@ from colltune.probe.fit import (
 )
 from colltune.probe.stats import summarise
 
-__all__ = ["Incast", "eager_threshold", "epsilon_s", "epsilon_t", "fit_cluster_latency", "fit_hockney", "fit_incast",
+__all__ = ["Incast", "eager_threshold", "epsilon_s", "epsilon_t", "fit_cluster_latency", "fit_duplex",
+           "fit_hockney", "fit_incast",
            "fit_loggp", "fit_piecewise", "fit_plogp", "fit_tree", "loaded_latency", "summarise", "with_loaded_latency"]

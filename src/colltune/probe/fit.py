@@ -218,6 +218,22 @@ def fit_incast(sizes: Sequence[int], samples: Sequence[Array], senders: int,
     return result, record(("incast",), method, result.residuals)
 
 
+def fit_duplex(sizes: Sequence[int], one_way: Array, both_ways: Array) -> tuple[tuple[tuple[float, float], ...], Fit]:
+    """The share of its rate a flow keeps while its receiver's host sends (a topology's
+    ``duplex``): at each of ``sizes`` (bytes), the median time of the shift in which each host
+    either sends or receives (``one_way``, s) over that of the shift in which every host does both
+    at once (``both_ways``), at most 1.  A closed form: its residuals are 0."""
+    if len(sizes) != len(one_way) or len(sizes) != len(both_ways) or not sizes:
+        raise ValueError("a duplex fit needs both shifts' median times at every size")
+    pairs = []
+    for size, a, b in zip(sizes, one_way, both_ways, strict=True):
+        if not (a > 0 and b > 0):
+            raise ValueError(f"a duplex fit needs positive times; got {a} and {b} s at {size} B")
+        pairs.append((float(size), min(1.0, float(a) / float(b))))
+    return tuple(pairs), record(("duplex_one_way", "duplex_both_ways"),
+                                "median time one way over both ways at each size, at most 1", np.zeros(len(pairs)))
+
+
 def table(sizes: Array, g: Tabulated, os_: Array | None, or_: Array | None) -> PLogPTable:
     """A :class:`PLogPTable` with g and the measured overheads at ``sizes``."""
     def tab(v: Array | None) -> Tabulated | None:

@@ -250,6 +250,29 @@ class Meter:
         self.rest()
         return out if self.me == 0 else None
 
+    def shift(self, size: int, reps: int, both: bool, warmup: int = 1) -> np.ndarray | None:
+        """Every rank r sends ``size`` bytes to rank r+1 and receives them from rank r-1 at once
+        (``both``: each host sends and receives, as in a ring step), or only the even ranks send,
+        each to the odd rank after it (each host sends or receives; with P odd the last rank has no
+        partner); per repetition, after a barrier, the slowest rank's time, s."""
+        sbuf, rbuf = self.buffers(size)
+        me, P = self.me, self.procs
+        to = (me + 1) % P if both or (me % 2 == 0 and me + 1 < P) else None
+        frm = (me - 1) % P if both or me % 2 == 1 else None
+        out = np.empty(reps)
+        for k in range(warmup + reps):
+            self.comm.Barrier()
+            t = MPI.Wtime()
+            reqs = [] if frm is None else [self.comm.Irecv([rbuf[:size], MPI.BYTE], frm, TAG_LOAD)]
+            if to is not None:
+                reqs.append(self.comm.Isend([sbuf[:size], MPI.BYTE], to, TAG_LOAD))
+            MPI.Request.Waitall(reqs)
+            took = self.comm.allreduce(MPI.Wtime() - t, op=MPI.MAX)
+            if k >= warmup:
+                out[k - warmup] = took
+        self.rest()
+        return out if me == 0 else None
+
     def pair_pingpongs(self, pairs: int, size: int) -> np.ndarray | None:
         """Round trips of ``size`` bytes in ``pairs`` concurrent ping-pong pairs (0-1, 2-3, ...);
         the samples of every pair, on rank 0."""

@@ -92,6 +92,7 @@ class Plan:
     check_sizes: tuple[int, ...] = (4 * KiB, 64 * KiB)  # block sizes of the collectives that choose the network
     incast_sizes: tuple[int, ...] = (4 * KiB, 16 * KiB, 64 * KiB)  # bytes per sender of the controlled incast
     incast_reps: int = 5
+    duplex_sizes: tuple[int, ...] = (64 * KiB,)  # bytes per message of the shifts one way and both ways
 
     def trains(self) -> list[int]:
         """n of PRTT(n, ., s) at each size: ``train``, shortened to ``train_bytes`` of messages."""
@@ -110,11 +111,12 @@ PLANS = {
                     packet_sizes=(1, 8, 16, 24, 32, 40, 64, 128, 256, 512, 1024, 1500), train=16,
                     tree_size=256 * KiB, tree_bursts=8, pings=10, train_bytes=1024 * KiB, budget=0.5,
                     check_sizes=(4 * KiB, 64 * KiB, 512 * KiB), incast_sizes=tuple(2 ** k * KiB for k in range(3, 10)),
-                    incast_reps=7),
+                    incast_reps=7, duplex_sizes=(64 * KiB, 256 * KiB, 1024 * KiB)),
     "thorough": Plan(reps=50, warmup=5, sizes=(0, *(2 ** k for k in range(23))),
                      packet_sizes=(1, 4, 8, 16, 24, 32, 40, 64, 128, 256, 384, 512, 768, 1024, 1280, 1500),
                      train=32, tree_size=1024 * KiB, tree_bursts=8, pings=20, train_bytes=8192 * KiB, budget=5.0,
-                     incast_sizes=tuple(2 ** k * KiB for k in range(2, 11)), incast_reps=11),
+                     incast_sizes=tuple(2 ** k * KiB for k in range(2, 11)), incast_reps=11,
+                     duplex_sizes=tuple(4 ** k * KiB for k in range(2, 7))),
 }
 
 #: The collectives the probe times at the end, each by an algorithm whose traffic differs (one
@@ -267,7 +269,7 @@ def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, to
     me = comm.Get_rank()
 
     depth = floor_log2(P)
-    total = 15 + 2 * depth + P // 2  # the step() calls below
+    total = 16 + 2 * depth + P // 2  # the step() calls below
     steps = iter(range(total))
 
     def step(what: str) -> None:
@@ -343,6 +345,8 @@ def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, to
         transfers[2 * k] = [meter.pair_pingpongs(k, s) for s in plan.packet_sizes]
     step(f"incast: {P - 1} rank{'s' if P > 2 else ''} sending to rank 0 at once, to provoke losses")
     incast = [meter.incast(s, plan.incast_reps) for s in plan.incast_sizes]
+    step("duplex: every rank sending to the next, against every other rank")
+    shifts = {both: [meter.shift(s, plan.incast_reps, both) for s in plan.duplex_sizes] for both in (False, True)}
     step(f"check: {len(CHECKS)} collectives at {len(plan.check_sizes)} sizes, to choose the network model")
     cases = [(coll, alg, size) for size in plan.check_sizes for coll, alg in CHECKS]
     checks = _time_cases(comm, cases)
@@ -480,9 +484,23 @@ def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, to
                          [(t.q3 - t.q1) / 2 for t in checks], [t.reps for t in checks],
                          "the slowest rank's median time of " + ", ".join(f"{c}/{a}" for c, a in CHECKS) +
                          f", each with blocks of {', '.join(str(s) for s in plan.check_sizes)} B in turn")
+    ds = plan.duplex_sizes
+    m["duplex_one_way"] = series("s", "bytes", ds, shifts[False], "each even rank sends one message of the size "
+                                 "to the odd rank after it, after a barrier: the slowest rank's time")
+    m["duplex_both_ways"] = series("s", "bytes", ds, shifts[True], "every rank r sends one message of the size to "
+                                   "rank r+1 and receives one from r-1, after a barrier: the slowest rank's time")
+    one, both = m["duplex_one_way"].points, m["duplex_both_ways"].points
+    duplex, fits["duplex"] = fit.fit_duplex(ds, [p.median for p in one], [p.median for p in both])
+    m["duplex"] = derived("fraction", "bytes", ds, [e for _, e in duplex],
+                          [e * (a.iqr / a.median + b.iqr / b.median) / 2 for (_, e), a, b in zip(duplex, one, both,
+                                                                                                   strict=True)],
+                          [b.reps for b in both],
+                          "share of its rate a flow keeps while its receiver's host sends: one way over both ways")
+    notes.append("duplex: a flow keeps " + ", ".join(f"{e:.2f} at {int(b)} B" for b, e in duplex) + " of its rate "
+                 "while its receiver's host sends (the shifts' median times, one way over both ways)")
     if topology is not None:
-        topology = topology.model_copy(update={"rto": rto})
-        notes.append(f"topology {topology.name!r}: rto {rto_why}")
+        topology = topology.model_copy(update={"rto": rto, "duplex": duplex})
+        notes.append(f"topology {topology.name!r}: rto {rto_why}; duplex as measured")
     delta, increments = fit.loaded_latency({p: m[f"transfer_p{p}"].medians for p in transfers}, P)
     if increments:
         m["loaded_latency"] = derived(

@@ -18,7 +18,9 @@
 //     queue, instead of sharing its link from the start; a link with a bucket (a token bucket's
 //     depth, bytes, e.g. tc tbf's burst) refills it at its capacity while no flow crosses it, and
 //     a flow that starts moving when every link of its path holds tokens passes that many of its
-//     bytes at once (the least over the path), taking them from each;
+//     bytes at once (the least over the path), taking them from each; while the receiver's host
+//     sends (a flow climbs from it), a stream moves at duplex[i] of its share, i its first flow
+//     (TCP's acknowledgements queue behind that host's data; colltune.sim.topology);
 //   at arrival ta the message waits for the receiver's CPU and receive NIC; processed at t' it
 //     keeps the CPU busy until t' + cr[i] and the NIC until t' + gr[i];
 //   a receive is posted at no cost and completes when its message has been processed (MPI
@@ -296,6 +298,7 @@ class Engine {
   const int64_t* rank_ptr;
   // per-op costs
   const double *cost, *cs, *gs, *lat, *cr, *gr, *vol, *rto;
+  const double* duplex = nullptr;  // per send: its stream's share of its rate while the receiver sends
   const uint8_t* rdv;
   bool flows_on = false, maxmin = false;
   double fifo_bytes = 0;  // flows of at most this many units leave their sender one at a time
@@ -757,7 +760,14 @@ class Engine {
       int32_t l = path_links[k];
       r = std::min(r, capacity[l] / double(link_count[l]));
     }
-    return r;
+    return r * duplex_scale(G);
+  }
+
+  // The share of its rate stream G keeps: duplex[i] of its first flow i while a flow climbs from
+  // the receiver's host, else 1.
+  double duplex_scale(const FlowGroup& G) const {
+    if (duplex == nullptr || G.flows.empty() || G.path_hi == G.path_lo) return 1.0;
+    return link_count[2 * host_node[G.dst]] > 0 ? duplex[G.flows.top().second] : 1.0;
   }
 
   void set_rate(int32_t g, double rate) {
@@ -777,9 +787,13 @@ class Engine {
     if (maxmin) {
       maxmin_rates();
     } else {
-      for (int32_t l : dirty_links)
+      for (int32_t l : dirty_links) {
         for (int32_t g : link_groups[l])
           if (groups[g].active > 0) touch_group(g);
+        if (duplex != nullptr)  // a host that starts or stops sending changes what flows into it get
+          for (int32_t g : link_groups[l ^ 1])
+            if (groups[g].active > 0) touch_group(g);
+      }
       for (int32_t g : dirty_groups)
         if (groups[g].active > 0) set_rate(g, equal_share(groups[g]));
     }
@@ -824,7 +838,7 @@ class Engine {
           left[l] = std::max(0.0, left[l] - share);
           --unfrozen[l];
         }
-        set_rate(g, share);
+        set_rate(g, share * duplex_scale(groups[g]));
       }
     }
     for (int32_t g : active)  // flows between ranks on one node cross no link
@@ -896,7 +910,8 @@ const T* data_of(const In<T>& a, int64_t n, const char* name) {
 nb::dict simulate(int64_t procs, In<int8_t> kind, In<int32_t> rank, In<int32_t> peer, In<int32_t> tag,
                   In<int64_t> rank_ptr, In<int64_t> dep_ptr, In<int64_t> dep_idx, In<bool> dep_start, bool in_order,
                   In<double> cost, In<double> cs, In<double> gs, In<double> lat, In<double> cr, In<double> gr,
-                  In<uint8_t> rdv, In<double> vol, In<double> rto, In<int32_t> topo_parent, In<double> topo_up,
+                  In<uint8_t> rdv, In<double> vol, In<double> rto, In<double> duplex, In<int32_t> topo_parent,
+                  In<double> topo_up,
                   In<double> topo_down, In<double> topo_burst, In<int32_t> host_node, bool maxmin,
                   double fifo_bytes,
                   Out<double> start, Out<double> end,
@@ -926,6 +941,7 @@ nb::dict simulate(int64_t procs, In<int8_t> kind, In<int32_t> rank, In<int32_t> 
   e.fifo_free.assign(procs, 0.0);
   e.vol = e.flows_on ? data_of(vol, n, "vol") : nullptr;
   e.rto = e.flows_on ? data_of(rto, n, "rto") : nullptr;
+  e.duplex = e.flows_on && duplex.shape(0) > 0 ? data_of(duplex, n, "duplex") : nullptr;
   for (auto* out : {&start, &end, &flow_start, &flow_end, &flow_rate})
     if (int64_t(out->shape(0)) != n) throw std::invalid_argument("output arrays need one entry per op");
   if (int64_t(completion.shape(0)) != procs) throw std::invalid_argument("completion needs one entry per rank");
@@ -989,6 +1005,7 @@ NB_MODULE(_engine, m) {
         nb::arg("in_order"), nb::arg("cost").noconvert(), nb::arg("cs").noconvert(), nb::arg("gs").noconvert(),
         nb::arg("lat").noconvert(), nb::arg("cr").noconvert(), nb::arg("gr").noconvert(),
         nb::arg("rdv").noconvert(), nb::arg("vol").noconvert(), nb::arg("rto").noconvert(),
+        nb::arg("duplex").noconvert(),
         nb::arg("topo_parent").noconvert(), nb::arg("topo_up").noconvert(), nb::arg("topo_down").noconvert(),
         nb::arg("topo_burst").noconvert(), nb::arg("host_node").noconvert(), nb::arg("maxmin"), nb::arg("fifo_bytes"), nb::arg("start").noconvert(),
         nb::arg("end").noconvert(), nb::arg("flow_start").noconvert(), nb::arg("flow_end").noconvert(), nb::arg("flow_rate").noconvert(),

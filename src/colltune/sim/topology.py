@@ -9,7 +9,9 @@ the other flows crossing that link in the same direction (paper 001 eq. 6-7); th
 sender to one receiver form one stream that takes one share and carries them in order, as MPI's
 messages between two ranks share one connection.  With a ``window`` (TCP's, bytes), a sender's
 messages within it leave its host one after the other in posting order, as from a NIC's queue;
-a link with a ``burst`` (a token bucket) passes that many bytes at once after an idle spell.
+a link with a ``burst`` (a token bucket) passes that many bytes at once after an idle spell; with a
+``duplex`` table, a flow into a host that sends moves at a share of its rate
+(:meth:`Topology.duplex_factor`).
 
 The file format (JSON, ``format: colltune-topology``, ``version: 1``) is the one the [testbed]
 writes for the network it emulates, so that simulation and emulation describe the same network.
@@ -19,6 +21,7 @@ paper 001 section III-A, with b(h) on every edge of height h).
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from pathlib import Path
@@ -78,8 +81,21 @@ class Topology(BaseModel):
                                              "overflows only if its flows' windows exceed its queue; None: "
                                              "senders push at line rate (paper 000)")
 
+    duplex: tuple[tuple[float, float], ...] | None = Field(
+        None, description="[bytes, efficiency] pairs, sizes ascending: the share of its fair rate a flow of "
+                          "that many bytes gets while its receiver's host sends (its acknowledgements queue "
+                          "behind that host's data); in between, interpolated in log size, clamped at the "
+                          "ends; None: every flow gets its fair rate")
+
     @model_validator(mode="after")
     def _check(self) -> Topology:
+        if self.duplex is not None:
+            sizes = [size for size, _ in self.duplex]
+            if not sizes or any(b <= a for a, b in itertools.pairwise(sizes)) or sizes[0] <= 0:
+                raise ValueError(f"duplex: sizes must be positive and ascending, not {sizes}")
+            bad = [eff for _, eff in self.duplex if not 0 < eff <= 1]
+            if bad:
+                raise ValueError(f"duplex: efficiencies must lie in (0, 1], not {bad[0]}")
         names = [n.name for n in self.nodes]
         if len(set(names)) != len(names):
             dup = next(n for n in names if names.count(n) > 1)
@@ -118,6 +134,37 @@ class Topology(BaseModel):
         latency = np.array([n.latency for n in self.nodes], dtype=np.float64)
         host_node = np.array([index[h] for h in self.hosts], dtype=np.int32)
         return parent, up, down, latency, host_node
+
+    def duplex_factor(self, size: np.ndarray) -> np.ndarray:
+        """Per message of ``size`` bytes, the share of its fair rate its flow keeps while its
+        receiver's host sends (the topology's ``duplex``): 1 everywhere without a duplex table.
+
+        A TCP flow's acknowledgements leave its receiver's host over that host's link up.  When
+        the host sends too, they wait behind its data in the host's queue (on the testbed Linux's
+        FIFO of 1000 frames, as on any host without fair queueing), so the flow's round trip
+        grows, and its window, which grows by round trips, fills the link later.  Measured on the
+        8-host, 100 Mbit/s star testbed (2026-11-26; each pattern posted with ``MPI_Isend`` and
+        ``MPI_Irecv`` after a barrier, the slowest rank's median of 10, over the wire time of the
+        busiest link), at 16 KiB, 64 KiB, 256 KiB, 512 KiB and 2 MiB per message: each host
+        either sending or receiving (even ranks to the odd rank after them) 1.07, 1.06, 1.02, 1.01
+        and 1.00; every host sending to the next and receiving from the one before 1.56, 1.32,
+        1.29, 1.14 and 1.03; the direct all-to-all 1.82, 1.38, 1.21, 1.17 and 1.10.  With the
+        hosts' queue cut to 32 KiB, every host sending to the next took 1.17 at 64 KiB instead of
+        1.38 (and the all-to-all lost frames at the hosts' queues and took six times its wire).
+
+        So the engine moves a stream at ``duplex`` of its share (the equal split, or max-min's)
+        while any flow climbs from its receiver's host, the share taken at the size of the
+        stream's current message: interpolated in log size between the table's sizes, clamped at
+        its ends.  ``colltune probe`` measures the table (``fit_duplex``): both shifts above at
+        64 KiB, 256 KiB and 1 MiB, the time one way over the time both ways.  On the fidelity
+        benchmark's kept times of 2026-11-25 (``--repredict``), that table as the probe measured
+        it on 2026-11-26 took the star's median error of ``plogp`` over the topology from 9.8 %
+        to 5.2 % and its 90th percentile from 34.3 % to 30.3 %."""
+        size = np.asarray(size, dtype=np.float64)
+        if self.duplex is None:
+            return np.ones(size.shape)
+        at, eff = np.log2([s for s, _ in self.duplex]), np.array([e for _, e in self.duplex])
+        return np.interp(np.log2(np.maximum(size, 1.0)), at, eff)
 
     def bursts(self) -> np.ndarray:
         """Each node's link bucket, bytes (:attr:`Node.burst`)."""
