@@ -30,6 +30,7 @@ from colltune.profiles import load_profile
 from colltune.schedule import Buf, Kind, Region, Schedule, ScheduleBuilder
 from colltune.sim import NETWORKS, SimulationError, Topology, binary_tree, simulate, star
 from colltune.sim.goal import GoalError, from_goal, read_goal, to_goal
+from colltune.sim.topology import two_level
 
 DATA = Path(__file__).parent / "data"
 EXAMPLE = load_profile("builtin:paper001-example")
@@ -294,6 +295,24 @@ def test_a_flow_slows_while_its_receiver_sends_and_speeds_up_after():
     result = simulate(schedule, "postal", Postal(lam=0.0, step=0.0), topology=_duplexed(3, ((1.0, 0.5),)))
     assert result.flow_end[op_index(schedule, 0, Kind.SEND)] == pytest.approx(5.0, rel=1e-12)
     assert result.flow_end[op_index(schedule, 1, Kind.SEND)] == pytest.approx(3.0, rel=1e-12)
+
+
+@pytest.mark.parametrize("sharing", ["equal", "maxmin"])
+def test_the_duplex_share_is_of_the_link_into_the_receivers_host_only(sharing):
+    """Two leaf switches of 2 hosts (1 unit/s links) under a core over uplinks of 0.25 units/s,
+    duplex 0.5: rank 0 sends 1 unit to rank 2 across the uplinks while rank 2 sends 8 to rank 3 on
+    its own leaf.  The uplink holds 0 -> 2 to 0.25/s, below half of rank 2's link, so it ends at 4
+    as it would without the duplex table; 2 -> 3 (its receiver sends nothing) ends at 8."""
+    topo = two_level(4, 2, 1.0, 0.25).model_copy(update={"duplex": ((1.0, 0.5),)})
+    b = ScheduleBuilder(4, send_bytes=8, recv_bytes=8)
+    b.send(0, 2, Region(Buf.SEND, 0, 1), tag=1)
+    b.recv(2, 0, Region(Buf.RECV, 0, 1), tag=1)
+    b.send(2, 3, Region(Buf.SEND, 0, 8), tag=2)
+    b.recv(3, 2, Region(Buf.RECV, 0, 8), tag=2)
+    schedule = b.build()
+    result = simulate(schedule, "postal", Postal(lam=0.0, step=0.0), topology=topo, sharing=sharing)
+    assert result.flow_end[op_index(schedule, 0, Kind.SEND)] == pytest.approx(4.0, rel=1e-12)
+    assert result.flow_end[op_index(schedule, 2, Kind.SEND)] == pytest.approx(8.0, rel=1e-12)
 
 
 def test_the_duplex_share_is_interpolated_in_log_size_and_clamped():

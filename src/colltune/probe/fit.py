@@ -219,8 +219,8 @@ def fit_incast(sizes: Sequence[int], samples: Sequence[Array], senders: int,
 
 
 def fit_duplex(sizes: Sequence[int], one_way: Array, both_ways: Array) -> tuple[tuple[tuple[float, float], ...], Fit]:
-    """The share of its rate a flow keeps while its receiver's host sends (a topology's
-    ``duplex``): at each of ``sizes`` (bytes), the median time of the shift in which each host
+    """The share of the link into its receiver's host a flow can use while that host sends (a
+    topology's ``duplex``): at each of ``sizes`` (bytes), the median time of the shift in which each host
     either sends or receives (``one_way``, s) over that of the shift in which every host does both
     at once (``both_ways``), at most 1.  A closed form: its residuals are 0."""
     if len(sizes) != len(one_way) or len(sizes) != len(both_ways) or not sizes:

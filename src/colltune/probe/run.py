@@ -495,9 +495,10 @@ def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, to
                           [e * (a.iqr / a.median + b.iqr / b.median) / 2 for (_, e), a, b in zip(duplex, one, both,
                                                                                                    strict=True)],
                           [b.reps for b in both],
-                          "share of its rate a flow keeps while its receiver's host sends: one way over both ways")
-    notes.append("duplex: a flow keeps " + ", ".join(f"{e:.2f} at {int(b)} B" for b, e in duplex) + " of its rate "
-                 "while its receiver's host sends (the shifts' median times, one way over both ways)")
+                          "share of the link into its receiver's host a flow can use while that host sends: one "
+                          "way over both ways")
+    notes.append("duplex: a flow can use " + ", ".join(f"{e:.2f} at {int(b)} B" for b, e in duplex) + " of the link "
+                 "into its receiver's host while that host sends (the shifts' median times, one way over both ways)")
     if topology is not None:
         topology = topology.model_copy(update={"rto": rto, "duplex": duplex})
         notes.append(f"topology {topology.name!r}: rto {rto_why}; duplex as measured")

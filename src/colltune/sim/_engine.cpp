@@ -19,8 +19,9 @@
 //     depth, bytes, e.g. tc tbf's burst) refills it at its capacity while no flow crosses it, and
 //     a flow that starts moving when every link of its path holds tokens passes that many of its
 //     bytes at once (the least over the path), taking them from each; while the receiver's host
-//     sends (a flow climbs from it), a stream moves at duplex[i] of its share, i its first flow
-//     (TCP's acknowledgements queue behind that host's data; colltune.sim.topology);
+//     sends (a flow climbs from it), a stream can use duplex[i] of its share of the link into
+//     that host, i its first flow (TCP's acknowledgements queue behind that host's data;
+//     colltune.sim.topology);
 //   at arrival ta the message waits for the receiver's CPU and receive NIC; processed at t' it
 //     keeps the CPU busy until t' + cr[i] and the NIC until t' + gr[i];
 //   a receive is posted at no cost and completes when its message has been processed (MPI
@@ -756,17 +757,18 @@ class Engine {
 
   double equal_share(const FlowGroup& G) const {  // paper 001 eq. 7
     double r = INF;
+    int32_t into = 2 * host_node[G.dst] + 1;
     for (int64_t k = G.path_lo; k < G.path_hi; ++k) {
       int32_t l = path_links[k];
-      r = std::min(r, capacity[l] / double(link_count[l]));
+      r = std::min(r, capacity[l] * (l == into ? duplex_scale(G) : 1.0) / double(link_count[l]));
     }
-    return r * duplex_scale(G);
+    return r;
   }
 
-  // The share of its rate stream G keeps: duplex[i] of its first flow i while a flow climbs from
-  // the receiver's host, else 1.
+  // The share of the link into its receiver's host that stream G can use: duplex[i] of its first
+  // flow i while a flow climbs from that host, else 1.
   double duplex_scale(const FlowGroup& G) const {
-    if (duplex == nullptr || G.flows.empty() || G.path_hi == G.path_lo) return 1.0;
+    if (duplex == nullptr || G.flows.empty()) return 1.0;
     return link_count[2 * host_node[G.dst]] > 0 ? duplex[G.flows.top().second] : 1.0;
   }
 
@@ -809,6 +811,15 @@ class Engine {
     for (int32_t g = 0; g < int32_t(groups.size()); ++g)
       if (groups[g].active > 0) active.push_back(g);
     std::vector<double> left(capacity);
+    if (duplex != nullptr) {  // the link into a host that sends carries the smallest duplex share
+      std::vector<double> share_of(capacity.size(), 1.0);  // of the streams into it
+      for (int32_t g : active) {
+        if (groups[g].path_hi == groups[g].path_lo) continue;  // within one host
+        int32_t into = 2 * host_node[groups[g].dst] + 1;
+        share_of[into] = std::min(share_of[into], duplex_scale(groups[g]));
+      }
+      for (size_t l = 0; l < left.size(); ++l) left[l] *= share_of[l];
+    }
     std::vector<int64_t> unfrozen(capacity.size(), 0);
     std::vector<uint8_t> frozen(groups.size(), 0);
     std::vector<int32_t> links;
@@ -838,7 +849,7 @@ class Engine {
           left[l] = std::max(0.0, left[l] - share);
           --unfrozen[l];
         }
-        set_rate(g, share * duplex_scale(groups[g]));
+        set_rate(g, share);
       }
     }
     for (int32_t g : active)  // flows between ranks on one node cross no link

@@ -10,7 +10,7 @@ sender to one receiver form one stream that takes one share and carries them in 
 messages between two ranks share one connection.  With a ``window`` (TCP's, bytes), a sender's
 messages within it leave its host one after the other in posting order, as from a NIC's queue;
 a link with a ``burst`` (a token bucket) passes that many bytes at once after an idle spell; with a
-``duplex`` table, a flow into a host that sends moves at a share of its rate
+``duplex`` table, a flow can use only a share of the link into a host that sends
 (:meth:`Topology.duplex_factor`).
 
 The file format (JSON, ``format: colltune-topology``, ``version: 1``) is the one the [testbed]
@@ -82,10 +82,10 @@ class Topology(BaseModel):
                                              "senders push at line rate (paper 000)")
 
     duplex: tuple[tuple[float, float], ...] | None = Field(
-        None, description="[bytes, efficiency] pairs, sizes ascending: the share of its fair rate a flow of "
-                          "that many bytes gets while its receiver's host sends (its acknowledgements queue "
-                          "behind that host's data); in between, interpolated in log size, clamped at the "
-                          "ends; None: every flow gets its fair rate")
+        None, description="[bytes, efficiency] pairs, sizes ascending: the share of the link into its "
+                          "receiver's host that a flow of that many bytes can use while that host sends (its "
+                          "acknowledgements queue behind the host's data); in between, interpolated in log "
+                          "size, clamped at the ends; None: the whole link")
 
     @model_validator(mode="after")
     def _check(self) -> Topology:
@@ -136,8 +136,9 @@ class Topology(BaseModel):
         return parent, up, down, latency, host_node
 
     def duplex_factor(self, size: np.ndarray) -> np.ndarray:
-        """Per message of ``size`` bytes, the share of its fair rate its flow keeps while its
-        receiver's host sends (the topology's ``duplex``): 1 everywhere without a duplex table.
+        """Per message of ``size`` bytes, the share of the link into its receiver's host that its
+        flow can use while that host sends (the topology's ``duplex``): 1 everywhere without a
+        duplex table.
 
         A TCP flow's acknowledgements leave its receiver's host over that host's link up.  When
         the host sends too, they wait behind its data in the host's queue (on the testbed Linux's
@@ -152,14 +153,17 @@ class Topology(BaseModel):
         hosts' queue cut to 32 KiB, every host sending to the next took 1.17 at 64 KiB instead of
         1.38 (and the all-to-all lost frames at the hosts' queues and took six times its wire).
 
-        So the engine moves a stream at ``duplex`` of its share (the equal split, or max-min's)
-        while any flow climbs from its receiver's host, the share taken at the size of the
-        stream's current message: interpolated in log size between the table's sizes, clamped at
-        its ends.  ``colltune probe`` measures the table (``fit_duplex``): both shifts above at
-        64 KiB, 256 KiB and 1 MiB, the time one way over the time both ways.  On the fidelity
-        benchmark's kept times of 2026-11-25 (``--repredict``), that table as the probe measured
-        it on 2026-11-26 took the star's median error of ``plogp`` over the topology from 9.8 %
-        to 5.2 % and its 90th percentile from 34.3 % to 30.3 %."""
+        So while any flow climbs from a host, a stream into it can use ``duplex`` of its share of
+        the link into that host (of the equal split; under max-min fairness that link carries the
+        smallest share of the streams into it), taken at the size of the stream's current message:
+        interpolated in log size between the table's sizes, clamped at its ends.  A stream held
+        back by another link (an oversubscribed uplink) keeps its rate: its window then covers the
+        longer round trip.  ``colltune probe`` measures the table (``fit_duplex``): both shifts
+        above at 64 KiB, 256 KiB and 1 MiB, the time one way over the time both ways.  On the
+        fidelity benchmark of 2026-11-26 (``--repredict`` of its kept times with and without the
+        table its probes measured), the median error of ``plogp`` over the topology went from
+        11.2 % to 7.3 % on the star and from 11.7 % to 8.0 % on tree:2, its 90th percentile from
+        33.6 % to 31.6 % and from 33.0 % to 32.0 %."""
         size = np.asarray(size, dtype=np.float64)
         if self.duplex is None:
             return np.ones(size.shape)
