@@ -160,10 +160,11 @@ class Topology(BaseModel):
         back by another link (an oversubscribed uplink) keeps its rate: its window then covers the
         longer round trip.  ``colltune probe`` measures the table (``fit_duplex``): both shifts
         above at 64 KiB, 256 KiB and 1 MiB, the time one way over the time both ways.  On the
-        fidelity benchmark of 2026-11-26 (``--repredict`` of its kept times with and without the
-        table its probes measured), the median error of ``plogp`` over the topology went from
-        11.2 % to 7.3 % on the star and from 11.7 % to 8.0 % on tree:2, its 90th percentile from
-        33.6 % to 31.6 % and from 33.0 % to 32.0 %."""
+        fidelity benchmark of 2026-11-26 (its kept times predicted again without the table its
+        probes measured), the table took the median error of ``plogp`` over the topology from
+        10.3 % to 6.5 % on the star and from 13.4 % to 8.5 % on tree:2, and its 90th percentile
+        from 35.7 % to 30.5 % on the star (36.5 % on tree:2 either way); docs/fidelity.md has
+        every model."""
         size = np.asarray(size, dtype=np.float64)
         if self.duplex is None:
             return np.ones(size.shape)
