@@ -299,7 +299,7 @@ class Engine {
   const int64_t* rank_ptr;
   // per-op costs
   const double *cost, *cs, *gs, *lat, *cr, *gr, *vol, *rto;
-  const double* duplex = nullptr;  // per send: its stream's share of its rate while the receiver sends
+  const double* duplex = nullptr;  // per send: its share of the link into a receiving host that sends
   const uint8_t* rdv;
   bool flows_on = false, maxmin = false;
   double fifo_bytes = 0;  // flows of at most this many units leave their sender one at a time
@@ -757,7 +757,7 @@ class Engine {
 
   double equal_share(const FlowGroup& G) const {  // paper 001 eq. 7
     double r = INF;
-    int32_t into = 2 * host_node[G.dst] + 1;
+    int32_t into = link_into(G);
     for (int64_t k = G.path_lo; k < G.path_hi; ++k) {
       int32_t l = path_links[k];
       r = std::min(r, capacity[l] * (l == into ? duplex_scale(G) : 1.0) / double(link_count[l]));
@@ -769,8 +769,10 @@ class Engine {
   // flow i while a flow climbs from that host, else 1.
   double duplex_scale(const FlowGroup& G) const {
     if (duplex == nullptr || G.flows.empty()) return 1.0;
-    return link_count[2 * host_node[G.dst]] > 0 ? duplex[G.flows.top().second] : 1.0;
+    return link_count[link_into(G) ^ 1] > 0 ? duplex[G.flows.top().second] : 1.0;
   }
+  // The link down into G's receiver's host; its twin (^ 1) is that host's link up.
+  int32_t link_into(const FlowGroup& G) const { return 2 * host_node[G.dst] + 1; }
 
   void set_rate(int32_t g, double rate) {
     FlowGroup& G = groups[g];
@@ -815,7 +817,7 @@ class Engine {
       std::vector<double> share_of(capacity.size(), 1.0);  // of the streams into it
       for (int32_t g : active) {
         if (groups[g].path_hi == groups[g].path_lo) continue;  // within one host
-        int32_t into = 2 * host_node[groups[g].dst] + 1;
+        int32_t into = link_into(groups[g]);
         share_of[into] = std::min(share_of[into], duplex_scale(groups[g]));
       }
       for (size_t l = 0; l < left.size(); ++l) left[l] *= share_of[l];

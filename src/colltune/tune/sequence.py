@@ -165,14 +165,10 @@ def check_in_order(timer: Pricer, collective: str, procs: int, rules: tuple[Rule
     guilty: list[tuple[Suspect, Verdict]] = []
     for suspect in suspects(rules, sizes):
         span = steps(rules, sizes, suspect.own[0], suspect.after[-1])
-        for attempt in (1, 2):
-            native_span = [(s, NATIVE_CHOICE) for s, _ in span]
-            if attempt == 1:
-                native = time_in_order(timer, collective, procs, native_span)
-                table = time_in_order(timer, collective, procs, span)
-            else:
-                table = time_in_order(timer, collective, procs, span)
-                native = time_in_order(timer, collective, procs, native_span)
+        sequences = {"native": [(s, NATIVE_CHOICE) for s, _ in span], "table": span}
+        for attempt, order in ((1, ("native", "table")), (2, ("table", "native"))):
+            timed = {name: time_in_order(timer, collective, procs, sequences[name]) for name in order}
+            table, native = timed["table"], timed["native"]
             verdict = judge(suspect, table, native, tolerance)
             say(f"in order: {collective} {span[0][0]}-{span[-1][0]} B (pass {attempt}): "
                 f"{rules[suspect.rule].algorithm} gains {_ms(verdict.gain)}, {NATIVE} after it loses "
