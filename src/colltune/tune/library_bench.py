@@ -63,6 +63,14 @@ SOURCE = Path(__file__).parent / "c" / "collbench.c"
 #: Seconds a compile may take, and seconds per client run on top of its expected time.
 COMPILE_TIMEOUT = 120.0
 RUN_TIMEOUT = 600.0
+#: Seconds each size is timed for at least in each run of the client (``colltune bench --min-time``):
+#: where ``--reps`` calls take less, the client makes more (counted from its warm-up).  A few calls
+#: of a small collective measure the job's luck, not the library: on the 8-host testbed
+#: (2026-11-26, MPICH, native-only table, 6 rounds of the defaults and 6 with the file) 20 calls of
+#: a 4 KiB allreduce (about 15 ms in all) read 0.71-1.35 ms per call from job to job and gave 0.71
+#: for default over file, where 300 calls (about 0.25 s) read 0.72-0.95 ms and gave 0.97; at 4 to
+#: 16 KiB reduce and allreduce the six ratios moved from 0.71-1.09 to 0.97-1.01.
+MIN_TIME = 0.25
 
 
 class LibraryBenchError(ColltuneError, ValueError):
@@ -190,12 +198,13 @@ def parse_output(text: str) -> dict[tuple[str, int], Timing]:
 
 
 def run_client(exe: Path, tools: Toolchain, procs: int | None, collectives: Sequence[str], sizes: Sequence[int],
-               warmup: int, iterations: int, large_iterations: int, testbed: str | None,
+               warmup: int, iterations: int, min_time: float, testbed: str | None,
                extra_env: dict[str, str]) -> dict[tuple[str, int], Timing]:
-    """One run of the client; its timings by (collective, size).  Raises with the job's stderr if
-    it fails or misses a line."""
+    """One run of the client: at least ``iterations`` calls per size, more where they take less
+    than ``min_time`` seconds (:data:`MIN_TIME`); its timings by (collective, size).  Raises with
+    the job's stderr if it fails or misses a line."""
     argv = [str(exe), ",".join(collectives), ",".join(map(str, sizes)), str(warmup), str(iterations),
-            str(large_iterations)]
+            repr(float(min_time))]
     cmd, env = launch(tools, procs, argv, testbed)
     for name in [k for k in env if k in _SELECTION_VARIABLES or k.startswith(_SELECTION_PREFIX)]:
         del env[name]
@@ -226,7 +235,8 @@ class Cell(ParamSet):
     tuned: float = Field(gt=0, allow_inf_nan=False)
     default_rounds: tuple[float, ...] = Field(description="each round's figure, seconds")
     tuned_rounds: tuple[float, ...]
-    iterations: int = Field(ge=1, description="timed calls per run")
+    iterations: int = Field(ge=1, description="timed calls in the first round's run with the defaults (each run "
+                                              "counts its own from min_time)")
     forced: dict[str, float] = Field(default_factory=dict,
                                      description="the library's own algorithms forced, by label: median seconds")
     forced_rounds: dict[str, tuple[float, ...]] = Field(
@@ -258,6 +268,8 @@ class LibraryBench(ParamSet):
     procs: int = Field(ge=1)
     testbed: str | None = None
     warmup: int = Field(ge=0)
+    min_time: float = Field(0.0, ge=0, allow_inf_nan=False,
+                            description="seconds each size was timed for at least, per run (0: a fixed count)")
     rounds: int = Field(ge=1)
     notes: tuple[str, ...] = Field((), description="the export's notes on nearest equivalents")
     cells: tuple[Cell, ...]
@@ -310,13 +322,15 @@ def forced_label(name: str, params: dict) -> str:
 
 def library_bench(table: DecisionTable, table_name: str, tools: Toolchain, procs: int | None,
                   collectives: Sequence[str], sizes: Sequence[int], warmup: int, iterations: int,
-                  large_iterations: int, rounds: int, testbed: str | None, provenance: Provenance,
+                  min_time: float, rounds: int, testbed: str | None, provenance: Provenance,
                   progress: Callable[[str], None] = lambda _: None, forced: bool = False) -> LibraryBench:
     """Time ``collectives`` at ``sizes`` with ``tools``' library, as it comes and with ``table``
-    exported, alternating over ``rounds`` rounds (see the module docstring); with ``forced``, each
-    round also forces each of the library's own algorithms in turn (:func:`forced_runs`)."""
-    if rounds < 1 or iterations < 1 or large_iterations < 1 or warmup < 0:
-        raise LibraryBenchError("rounds and iterations must be at least 1, warm-up at least 0")
+    exported, alternating over ``rounds`` rounds (see the module docstring), each size in each run
+    for ``iterations`` calls or ``min_time`` seconds, whichever is more (:data:`MIN_TIME`); with
+    ``forced``, each round also forces each of the library's own algorithms in turn
+    (:func:`forced_runs`)."""
+    if rounds < 1 or iterations < 1 or warmup < 0 or not min_time >= 0:
+        raise LibraryBenchError("rounds and iterations must be at least 1, warm-up and the minimum time at least 0")
     if procs is None and testbed is None:
         raise LibraryBenchError("give the number of ranks (-n) for a local run")
     if forced and tools.library not in _catalogued():
@@ -340,7 +354,7 @@ def library_bench(table: DecisionTable, table_name: str, tools: Toolchain, procs
                              exported(fixed_table(choices, "colltune bench --forced", library=tools.library),
                                       tools.library, where)[0])
         def client(coll: str, extra: dict[str, str]) -> dict[tuple[str, int], Timing]:
-            return run_client(exe, tools, procs, [coll], sizes, warmup, iterations, large_iterations, testbed, extra)
+            return run_client(exe, tools, procs, [coll], sizes, warmup, iterations, min_time, testbed, extra)
 
         for r in range(rounds):
             for coll in collectives:
@@ -368,7 +382,7 @@ def library_bench(table: DecisionTable, table_name: str, tools: Toolchain, procs
                           forced={label: statistics.median(v) for label, v in mine.items()},
                           forced_rounds={label: tuple(v) for label, v in mine.items()}))
     return LibraryBench(provenance=provenance, library=tools.library, table=table_name, procs=ranks,
-                        testbed=testbed, warmup=warmup, rounds=rounds, notes=tuple(notes), cells=tuple(cells))
+                        testbed=testbed, warmup=warmup, min_time=min_time, rounds=rounds, notes=tuple(notes), cells=tuple(cells))
 
 
 #: After the first round, a forced algorithm is run again only if, at some size, its first-round

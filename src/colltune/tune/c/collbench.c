@@ -1,13 +1,17 @@
 /* collbench: time MPI collectives as the OSU micro-benchmarks do, for `colltune bench --library`.
  *
- * Usage: collbench COLLECTIVES SIZES WARMUP ITERATIONS [LARGE_ITERATIONS [LARGE_FROM]]
+ * Usage: collbench COLLECTIVES SIZES WARMUP ITERATIONS [MIN_SECONDS]
  *   COLLECTIVES  comma-separated: bcast, scatter, gather, allgather, alltoall, reduce, allreduce,
  *                barrier
  *   SIZES        comma-separated block sizes in bytes (the bytes one rank sends to or receives
  *                from one other rank; ignored by barrier, which runs once at size 0)
  *   WARMUP       untimed calls before the timed ones
- *   ITERATIONS   timed calls per size; LARGE_ITERATIONS (default ITERATIONS) from LARGE_FROM bytes
- *                (default 65536) on, as OSU uses fewer iterations for large messages
+ *   ITERATIONS   timed calls per size, at least
+ *   MIN_SECONDS  (default 0) time each size for about this long at least: the calls are raised
+ *                from ITERATIONS to MIN_SECONDS over the slowest rank's fastest warm-up call (up
+ *                to MAX_CALLS; with WARMUP 0 they stay ITERATIONS), as OSU runs more iterations
+ *                for small messages than for large ones (colltune.tune.library_bench.MIN_TIME
+ *                says why)
  *
  * For each collective and size every rank times each call alone (MPI_Wtime around the call, an
  * MPI_Barrier between calls, as OSU does), and the program prints one line per (collective, size):
@@ -39,6 +43,7 @@
 #include <time.h>
 
 enum { MAX_ITEMS = 256 };
+static const long MAX_CALLS = 100000;
 static const double REST_SECONDS = 0.05;
 
 static void rest(void) {
@@ -56,8 +61,7 @@ static int split(char *text, char **items) {
 
 static void usage(int rank, const char *why) {
   if (rank == 0)
-    fprintf(stderr, "collbench: %s\nusage: collbench COLLECTIVES SIZES WARMUP ITERATIONS [LARGE_ITERATIONS "
-                    "[LARGE_FROM]]\n", why);
+    fprintf(stderr, "collbench: %s\nusage: collbench COLLECTIVES SIZES WARMUP ITERATIONS [MIN_SECONDS]\n", why);
   MPI_Abort(MPI_COMM_WORLD, 2);
 }
 
@@ -92,13 +96,13 @@ int main(int argc, char **argv) {
   int rank, procs;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &procs);
-  if (argc < 5 || argc > 7) usage(rank, "wrong number of arguments");
+  if (argc < 5 || argc > 6) usage(rank, "wrong number of arguments");
   char *colls[MAX_ITEMS], *size_text[MAX_ITEMS];
   const int ncolls = split(argv[1], colls), nsizes = split(argv[2], size_text);
   const long warmup = atol(argv[3]), iterations = atol(argv[4]);
-  const long large_iterations = argc > 5 ? atol(argv[5]) : iterations;
-  const long large_from = argc > 6 ? atol(argv[6]) : 65536;
-  if (warmup < 0 || iterations < 1 || large_iterations < 1) usage(rank, "WARMUP must be >= 0, ITERATIONS >= 1");
+  const double min_seconds = argc > 5 ? atof(argv[5]) : 0.0;
+  if (warmup < 0 || iterations < 1 || !(min_seconds >= 0))
+    usage(rank, "WARMUP must be >= 0, ITERATIONS >= 1, MIN_SECONDS >= 0");
   long sizes[MAX_ITEMS], largest = 0;
   for (int i = 0; i < nsizes; ++i) {
     char *end;
@@ -119,14 +123,27 @@ int main(int argc, char **argv) {
       const int floats = size % 4 == 0;
       const MPI_Datatype rtype = floats ? MPI_FLOAT : MPI_UNSIGNED_CHAR;
       const int rcount = (int)(floats ? size / 4 : size);
-      const long n = size >= large_from ? large_iterations : iterations;
-      double total = 0;
+      double total = 0, fastest_warm = -1;
       rest();
-      for (long i = 0; i < warmup + n; ++i) {
+      for (long i = 0; i < warmup; ++i) {
         const double t0 = MPI_Wtime();
         call(colls[c], send, recv, (int)size, MPI_BYTE, rtype, rcount, MPI_COMM_WORLD);
-        const double t1 = MPI_Wtime();
-        if (i >= warmup) total += t1 - t0;
+        const double t = MPI_Wtime() - t0;
+        if (fastest_warm < 0 || t < fastest_warm) fastest_warm = t;
+        MPI_Barrier(MPI_COMM_WORLD);
+      }
+      long n = iterations;
+      if (min_seconds > 0 && warmup > 0) {
+        /* every rank must make the same number of calls: count them from the slowest rank's figure */
+        double per_call;
+        MPI_Allreduce(&fastest_warm, &per_call, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        const double want = per_call > 0 ? min_seconds / per_call : (double)MAX_CALLS;
+        if (want > (double)n) n = want >= (double)MAX_CALLS ? MAX_CALLS : (long)want + 1;
+      }
+      for (long i = 0; i < n; ++i) {
+        const double t0 = MPI_Wtime();
+        call(colls[c], send, recv, (int)size, MPI_BYTE, rtype, rcount, MPI_COMM_WORLD);
+        total += MPI_Wtime() - t0;
         MPI_Barrier(MPI_COMM_WORLD);
       }
       double avg = total / (double)n, worst, best, sum;
