@@ -154,10 +154,15 @@ def test_grid_trees_match_native(procs: int) -> None:
 
 # -- colltune probe ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("procs", "topology"), [(2, None), (4, "star:12500000")])
+@pytest.mark.parametrize(("procs", "topology"), [(2, None), (4, "star:12500000"), (4, "shared")])
 def test_quick_probe_writes_a_consistent_profile(procs: int, topology: str | None, tmp_path: Path) -> None:
-    """The quick probe writes every model with its spreads and fits (and the topology it is given)."""
+    """The quick probe writes every model with its spreads and fits (and the topology it is given;
+    "shared": a star whose hosts share 2 cores, whose cost per message it measures)."""
     out = tmp_path / "profile.json"
+    given_topology = star(procs, 12.5e6).model_copy(update={"cores": 2} if topology == "shared" else {})
+    if topology == "shared":
+        (tmp_path / "shared.json").write_text(given_topology.to_json())
+        topology = str(tmp_path / "shared.json")
     given = [] if topology is None else ["--topology", topology]
     res = run_colltune(procs, "probe", "--quick", *given, "-o", str(out), "--name", "localhost", timeout=180)
     assert res.returncode == 0, f"stdout:\n{res.stdout}\nstderr:\n{res.stderr[-4000:]}"
@@ -186,7 +191,18 @@ def test_quick_probe_writes_a_consistent_profile(procs: int, topology: str | Non
         rto = models.plogpt.t_rto if any("as the incast measured it" in n for n in prov.notes) else 0.0
         duplex = tuple((x, p.median) for x, p in zip(profile.measurements["duplex"].x,
                                                      profile.measurements["duplex"].points, strict=True))
-        assert profile.topology == star(procs, 12.5e6).model_copy(update={"rto": rto, "duplex": duplex})
+        update: dict[str, object] = {"rto": rto, "duplex": duplex}
+        if given_topology.cores is not None:  # 4 ranks on 2 cores: the shifts of all ranks and of two
+            shifted = profile.measurements["message_cpu"]
+            assert list(shifted.x) == list(profile.measurements["cpu_shift_all"].x) == list(PLANS["quick"].cpu_sizes)
+            update["message_cpu"] = tuple((float(max(x, 1)), p.median) for x, p in zip(shifted.x, shifted.points,
+                                                                                     strict=True))
+            assert all(p.median >= 0 for p in shifted.points) and profile.fits["message_cpu"].residuals
+            # the shared cores stand for the loaded latency, which is then not added to the models
+            assert any(n.startswith("loaded latency:") and "not added" in n for n in prov.notes)
+        else:
+            assert "message_cpu" not in profile.measurements
+        assert profile.topology == given_topology.model_copy(update=update)
         assert any("carried over topology" in note for note in prov.notes)
     # the shifts one way and both ways, and the share of its rate a flow keeps from them
     one, both = profile.measurements["duplex_one_way"], profile.measurements["duplex_both_ways"]

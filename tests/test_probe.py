@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from colltune.cli import main
 from colltune.errors import ColltuneError
 from colltune.models.cluster import TABLE1
-from colltune.models.params import LogGP
+from colltune.models.params import Hockney, LogGP
 from colltune.probe import (
     eager_threshold,
     epsilon_s,
@@ -24,6 +24,7 @@ from colltune.probe import (
     fit_hockney,
     fit_incast,
     fit_loggp,
+    fit_message_cpu,
     fit_piecewise,
     fit_plogp,
     fit_tree,
@@ -31,7 +32,9 @@ from colltune.probe import (
     summarise,
     with_loaded_latency,
 )
+from colltune.probe.cores import shift_excess
 from colltune.profiles import Profile, builtin, parse_profile
+from colltune.sim import star
 
 SIZES = np.array([0, 1, 16, 256, 4096, 65536, 1 << 20])
 PACKETS = np.array([1, 8, 16, 32, 40, 64, 256, 512, 1024, 1500])
@@ -248,6 +251,27 @@ def test_a_duplex_fit_rejects_what_it_cannot_fit():
         fit_duplex([65536, 262144], [1e-3], [1e-3, 2e-3])
     with pytest.raises(ValueError, match="positive times"):
         fit_duplex([65536], [0.0], [1e-3])
+
+
+def test_the_message_cpu_fit_recovers_the_cost_the_shifts_were_made_with():
+    """Shift times made by the simulator itself on an 8-host star of 2 shared cores, with 20 us per
+    message at 1 B and 35 us at 4 KiB: the fit finds those costs back; where the shift of every rank
+    took no longer than the simulator gives without any cost, the cost is 0."""
+    hockney = Hockney(alpha=60e-6, beta=8e-8)
+    topo = star(8, 12.5e6).model_copy(update={"cores": 2})
+    excess = shift_excess(topo, hockney, [1, 4096])
+    pair = [1e-4, 5e-4]
+    crowded = [pair[0] + excess(1, 20e-6), pair[1] + excess(4096, 35e-6)]
+    table, fit = fit_message_cpu([1, 4096], crowded, pair, excess)
+    assert [b for b, _ in table] == [1.0, 4096.0]
+    assert [c for _, c in table] == pytest.approx([20e-6, 35e-6], rel=1e-3)
+    assert fit.data == ("cpu_shift_all", "cpu_shift_pair") and fit.rms < 1e-9
+    none, _ = fit_message_cpu([1], [pair[0] + excess(1, 0.0)], [pair[0]], excess)
+    assert none == ((1.0, 0.0),)
+    with pytest.raises(ValueError, match="positive times"):
+        fit_message_cpu([1], [0.0], [1e-4], excess)
+    with pytest.raises(ValueError, match="no cores"):
+        shift_excess(star(8, 12.5e6), hockney, [1])
 
 
 def test_epsilon_s_is_the_widest_squared_log_spread():

@@ -338,6 +338,59 @@ def test_a_bad_duplex_table_is_refused_naming_the_field(duplex, problem):
         Topology.model_validate({**star(2, 1.0).model_dump(), "duplex": duplex})
 
 
+def _shift(procs: int) -> Schedule:
+    """Every rank sends 1 unit to the next and receives 1 from the one before, at once."""
+    b = ScheduleBuilder(procs, send_bytes=1, recv_bytes=1)
+    for r in range(procs):
+        b.recv(r, (r - 1) % procs, Region(Buf.RECV, 0, 1))
+        b.send(r, (r + 1) % procs, Region(Buf.SEND, 0, 1))
+    return b.build()
+
+
+@pytest.mark.parametrize("cores, wait", [(None, 0.0), (4, 0.0), (2, 1.0), (1, 3.0)])
+def test_messages_wait_only_for_cores_the_hosts_share(cores, wait):
+    """4 ranks each send 1 unit to the next at once over fast links, latency 10, 1 s of a shared core
+    per message at each end.  On 1 core the sends leave at 0, 1, 2, 3 and arrive at 10 .. 13, by
+    when the core is free again: the last receive completes at 13, 3 s after it would on cores of
+    their own; on 2 cores the sends leave at 0, 0, 1, 1: 1 s later; on 4, no message waits."""
+    topo = star(4, 1e12).model_copy(update={"cores": cores, "message_cpu": None if cores is None else ((1.0, 1.0),)})
+    result = simulate(_shift(4), "postal", Postal(lam=10.0, step=0.0), topology=topo)
+    alone = simulate(_shift(4), "postal", Postal(lam=10.0, step=0.0), topology=star(4, 1e12))
+    assert alone.total == pytest.approx(10.0, abs=1e-6)
+    assert result.total - alone.total == pytest.approx(wait, abs=1e-6)
+
+
+def test_local_ops_take_the_shared_cores_for_their_cost():
+    """4 ranks each compute for 2 s at once: on 2 shared cores the second pair starts at 2 and ends at
+    4; on cores of their own all end at 2."""
+    b = ScheduleBuilder(4)
+    for r in range(4):
+        b.delay(r, 2.0)
+    schedule = b.build()
+    free = Postal(lam=0.0, step=0.0)
+    assert simulate(schedule, "postal", free, topology=star(4, 1.0)).total == pytest.approx(2.0)
+    shared = simulate(schedule, "postal", free, topology=star(4, 1.0).model_copy(update={"cores": 2}))
+    assert sorted(shared.completion) == pytest.approx([2.0, 2.0, 4.0, 4.0])
+
+
+def test_the_message_cpu_table_is_interpolated_in_log_size_and_clamped():
+    topo = star(2, 1.0).model_copy(update={"cores": 1, "message_cpu": ((2.0, 1e-5), (8.0, 3e-5))})
+    assert topo.message_cpu_of(np.array([1, 2, 4, 8, 16])) == pytest.approx([1e-5, 1e-5, 2e-5, 3e-5, 3e-5])
+    assert star(2, 1.0).message_cpu_of(np.array([4])) == pytest.approx([0.0])
+
+
+@pytest.mark.parametrize("update, problem", [
+    ({"cores": 2, "message_cpu": ()}, "message_cpu: sizes must be positive and ascending"),
+    ({"cores": 2, "message_cpu": ((8.0, 1e-5), (2.0, 1e-5))}, "message_cpu: sizes must be positive and ascending"),
+    ({"cores": 2, "message_cpu": ((2.0, -1e-5),)}, "message_cpu: times must be finite and >= 0 s"),
+    ({"message_cpu": ((2.0, 1e-5),)}, "message_cpu needs cores"),
+    ({"cores": 0}, "cores"),
+])
+def test_a_bad_shared_cores_setting_is_refused_naming_the_field(update, problem):
+    with pytest.raises(ValueError, match=problem):
+        Topology.model_validate({**star(2, 1.0).model_dump(), **update})
+
+
 def test_path_latency_and_topology_validation():
     topo = star(2, 1e9, latency=1e-6)
     schedule, _, recv = _two_ranks(0.0, 1000)

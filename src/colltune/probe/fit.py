@@ -234,6 +234,42 @@ def fit_duplex(sizes: Sequence[int], one_way: Array, both_ways: Array) -> tuple[
                                 "median time one way over both ways at each size, at most 1", np.zeros(len(pairs)))
 
 
+#: The most processor time per message :func:`fit_message_cpu` looks for, s.
+MAX_MESSAGE_CPU = 0.01
+
+
+def fit_message_cpu(sizes: Sequence[int], crowded: Array, pair: Array,
+                    excess: Callable[[int, float], float]) -> tuple[tuple[tuple[float, float], ...], Fit]:
+    """The processor time a message takes of the cores its hosts share (a topology's
+    ``message_cpu``, s) at each of ``sizes`` (bytes): the c at which the simulated shift of every
+    rank exceeds that of two ranks by as much as measured.
+
+    ``crowded`` and ``pair`` are the median times (s) of the shift in which every rank sends to the
+    next and receives from the one before, with all ranks and with two; ``excess(size, c)`` is
+    the simulated difference of the two with c seconds per message (nondecreasing in c).  Where
+    even c = 0 simulates as much as was measured, c is 0; the search ends at
+    :data:`MAX_MESSAGE_CPU`.  The residuals are the simulated minus the measured differences."""
+    if len(sizes) != len(crowded) or len(sizes) != len(pair) or not sizes:
+        raise ValueError("a message CPU fit needs both shifts' median times at every size")
+    pairs, residuals = [], []
+    for size, many, two in zip(sizes, crowded, pair, strict=True):
+        if not (many > 0 and two > 0):
+            raise ValueError(f"a message CPU fit needs positive times; got {many} and {two} s at {size} B")
+        target = float(many) - float(two)
+        if excess(size, 0.0) >= target:
+            c = 0.0
+        elif excess(size, MAX_MESSAGE_CPU) <= target:
+            c = MAX_MESSAGE_CPU
+        else:
+            c = float(scipy.optimize.brentq(lambda v, s=size, t=target: excess(s, v) - t, 0.0, MAX_MESSAGE_CPU,
+                                            xtol=1e-8))
+        pairs.append((float(max(size, 1)), c))
+        residuals.append(excess(size, c) - target)
+    return tuple(pairs), record(("cpu_shift_all", "cpu_shift_pair"),
+                                "per size, the c whose simulated excess of the shift of every rank over that of "
+                                "two matches the measured one (Brent's method)", np.asarray(residuals))
+
+
 def table(sizes: Array, g: Tabulated, os_: Array | None, or_: Array | None) -> PLogPTable:
     """A :class:`PLogPTable` with g and the measured overheads at ``sizes``."""
     def tab(v: Array | None) -> Tabulated | None:

@@ -23,6 +23,11 @@ What is measured, and how (kernels in :mod:`colltune.probe.measure`, fits in
   latency of the models fitted on one idle ping-pong (Hockney, LogP, LogGP, pLogP, the latency
   matrix): collectives keep every rank busy, and where ranks share cores (the 8-host testbed on
   2 cores) a step costs tens of microseconds more than an idle ping-pong says;
+- where the topology says that the hosts share fewer cores than the job has ranks (the testbed's
+  topology file does), the processor time a message takes of those cores instead
+  (:func:`colltune.probe.fit.fit_message_cpu`: every rank sending to the next against two ranks,
+  at small sizes), written into the profile's topology as ``message_cpu``; the loaded latency is
+  then not added (:meth:`colltune.sim.topology.Topology.message_cpu_of`);
 - a check: the times of a few collectives (:data:`CHECKS`) at a few sizes, run by colltune's
   executor, then of as many more cases again on which the two network models that predict the
   first ones best disagree most (:func:`discriminating_cases`), which choose the profile's
@@ -51,6 +56,7 @@ from colltune.errors import ColltuneError
 from colltune.grid.levels import group_levels
 from colltune.models.params import (
     ClusterModel,
+    Hockney,
     LatencyMatrix,
     Linear,
     LogP,
@@ -62,6 +68,7 @@ from colltune.models.params import (
     floor_log2,
 )
 from colltune.probe import fit
+from colltune.probe.cores import shift_excess
 from colltune.probe.measure import Meter
 from colltune.probe.stats import derived, series, summarise
 from colltune.profiles.format import Fit, Models, Profile, Provenance, Series
@@ -93,6 +100,8 @@ class Plan:
     incast_sizes: tuple[int, ...] = (4 * KiB, 16 * KiB, 64 * KiB)  # bytes per sender of the controlled incast
     incast_reps: int = 5
     duplex_sizes: tuple[int, ...] = (64 * KiB,)  # bytes per message of the shifts one way and both ways
+    cpu_sizes: tuple[int, ...] = (1,)  # bytes per message of the shifts of all ranks and of two (see PLANS)
+    cpu_reps: int = 40
 
     def trains(self) -> list[int]:
         """n of PRTT(n, ., s) at each size: ``train``, shortened to ``train_bytes`` of messages."""
@@ -101,6 +110,12 @@ class Plan:
         return [max(2, min(self.train, self.train_bytes // max(s, 1))) for s in self.sizes]
 
 
+#: The shifts that measure ``message_cpu`` send one byte: at 4 KiB the excess of every rank's shift
+#: over two ranks' holds more than processor time (a host's acknowledgements queue behind its data,
+#: which the duplex table models from 64 KiB up), and the cost it gave (71 us, against 20 us at 1 B,
+#: fidelity run of 2026-11-26) priced every 4 KiB algorithm of many messages so high that, on the
+#: earlier run's times, the star's cells chosen within 5 % of the best fell from 17 to 13 of 22; one
+#: cost for every size, 20 us, kept 16.  A one-entry table is that cost at every size.
 #: The default mode measures g(m) up to 1 MiB in about a minute on 8 hosts at 100 Mbit/s (55 s
 #: and 64 s on the star and tree:2 testbeds, its check included): half a second per measured
 #: point, and trains of at most 1 MiB.
@@ -116,7 +131,7 @@ PLANS = {
                      packet_sizes=(1, 4, 8, 16, 24, 32, 40, 64, 128, 256, 384, 512, 768, 1024, 1280, 1500),
                      train=32, tree_size=1024 * KiB, tree_bursts=8, pings=20, train_bytes=8192 * KiB, budget=5.0,
                      incast_sizes=tuple(2 ** k * KiB for k in range(2, 11)), incast_reps=11,
-                     duplex_sizes=tuple(4 ** k * KiB for k in range(2, 7))),
+                     duplex_sizes=tuple(4 ** k * KiB for k in range(2, 7)), cpu_reps=100),
 }
 
 #: The collectives the probe times at the end, each by an algorithm whose traffic differs (one
@@ -269,7 +284,8 @@ def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, to
     me = comm.Get_rank()
 
     depth = floor_log2(P)
-    total = 16 + 2 * depth + P // 2  # the step() calls below
+    shared = topology is not None and topology.cores is not None and P > topology.cores
+    total = 16 + 2 * depth + P // 2 + shared  # the step() calls below
     steps = iter(range(total))
 
     def step(what: str) -> None:
@@ -347,6 +363,11 @@ def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, to
     incast = [meter.incast(s, plan.incast_reps) for s in plan.incast_sizes]
     step("duplex: every rank sending to the next, against every other rank")
     shifts = {both: [meter.shift(s, plan.incast_reps, both) for s in plan.duplex_sizes] for both in (False, True)}
+    cpu_shifts = None
+    if shared:
+        assert topology is not None and topology.cores is not None
+        step(f"shared cores: every rank sending to the next, against two ({P} ranks on {topology.cores} cores)")
+        cpu_shifts = {k: [meter.shift(s, plan.cpu_reps, True, among=k) for s in plan.cpu_sizes] for k in (P, 2)}
     step(f"check: {len(CHECKS)} collectives at {len(plan.check_sizes)} sizes, to choose the network model")
     cases = [(coll, alg, size) for size in plan.check_sizes for coll, alg in CHECKS]
     checks = _time_cases(comm, cases)
@@ -502,6 +523,9 @@ def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, to
     if topology is not None:
         topology = topology.model_copy(update={"rto": rto, "duplex": duplex})
         notes.append(f"topology {topology.name!r}: rto {rto_why}; duplex as measured")
+    if cpu_shifts is not None:
+        assert topology is not None
+        topology = _fit_message_cpu(topology, hockney, plan.cpu_sizes, cpu_shifts, P, m, fits, notes)
     delta, increments = fit.loaded_latency({p: m[f"transfer_p{p}"].medians for p in transfers}, P)
     if increments:
         m["loaded_latency"] = derived(
@@ -509,12 +533,17 @@ def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, to
             [(m[f"transfer_p{p}"].points[0].iqr + m["transfer_p2"].points[0].iqr) / 4 for p in increments],
             [m[f"transfer_p{p}"].points[0].reps for p in increments],
             "one-way time in p/2 concurrent ping-pong pairs less that of one pair (median over the packet sizes)")
-    models = fit.with_loaded_latency(
-        Models(hockney=hockney, logp=LogP(L=loggp.L, o=loggp.o, g=loggp.g), loggp=loggp, plogp=plogp,
-               cluster=cluster, plogpt=plogpt, latency=latency), delta)
-    notes.append(f"loaded latency: {delta * 1e6:.1f} us added to the latency of hockney, logp, loggp, plogp and "
-                 f"latency (fitted on one idle ping-pong): a message takes that much longer when all {P} ranks "
-                 "communicate at once (paper 000's a p, from the concurrent ping-pong pairs)")
+    models = Models(hockney=hockney, logp=LogP(L=loggp.L, o=loggp.o, g=loggp.g), loggp=loggp, plogp=plogp,
+                    cluster=cluster, plogpt=plogpt, latency=latency)
+    if cpu_shifts is None:
+        models = fit.with_loaded_latency(models, delta)
+        notes.append(f"loaded latency: {delta * 1e6:.1f} us added to the latency of hockney, logp, loggp, plogp and "
+                     f"latency (fitted on one idle ping-pong): a message takes that much longer when all {P} ranks "
+                     "communicate at once (paper 000's a p, from the concurrent ping-pong pairs)")
+    else:
+        notes.append(f"loaded latency: {delta * 1e6:.1f} us when all {P} ranks communicate at once, not added to the "
+                     "models: the topology's shared cores (message_cpu) make a message wait only where more want "
+                     "the cores than there are")
     _, first = choose_network(models, P, cases, [t.median for t in checks], topology)
     extra = discriminating_cases(models, P, first, plan.check_sizes, cases, len(CHECKS), topology)
     step(f"check: {len(extra)} more cases, where the two best network models disagree most")
@@ -549,6 +578,32 @@ def _incast_note(lost: fit.Incast) -> str:
     where = ("no size timed out in most repetitions" if lost.lossy is None else
              f"most repetitions timed out from {lost.lossy} B per sender on")
     return f"incast: {lost.senders} senders; repetitions that timed out: {late}; {where}; {rto}"
+
+
+def _fit_message_cpu(topology: Topology, hockney: Hockney, sizes: Sequence[int], shifts: dict[int, list],
+                     procs: int, m: dict[str, Series], fits: dict[str, Fit], notes: list[str]) -> Topology:
+    """``topology`` with the ``message_cpu`` its shared cores give the shifts of every rank and of
+    two (:func:`colltune.probe.fit.fit_message_cpu`, simulated with Hockney's idle fit over the
+    topology); the series, the fit and a note recorded."""
+    m["cpu_shift_all"] = series("s", "bytes", sizes, shifts[procs], f"every rank r of {procs} sends one message of "
+                                "the size to r+1 and receives one from r-1, after a barrier: the slowest rank's time")
+    m["cpu_shift_pair"] = series("s", "bytes", sizes, shifts[2], "the same between ranks 0 and 1 alone")
+    excess = shift_excess(topology.first(procs), hockney, sizes)
+    table, fits["message_cpu"] = fit.fit_message_cpu(sizes, m["cpu_shift_all"].medians, m["cpu_shift_pair"].medians,
+                                                     excess)
+    spreads = []
+    for (size, c), a, b in zip(table, m["cpu_shift_all"].points, m["cpu_shift_pair"].points, strict=True):
+        slope = (excess(int(size), c) - excess(int(size), 0.0)) / c if c > 0 else 0.0
+        spreads.append((a.iqr + b.iqr) / 2 / slope if slope > 0 else 0.0)
+    m["message_cpu"] = derived("s", "bytes", sizes, [c for _, c in table], spreads,
+                               [p.reps for p in m["cpu_shift_all"].points],
+                               f"processor time a message takes of one of the {topology.cores} cores the hosts share, "
+                               "at each end: the one whose simulated shift of every rank exceeds that of two by as "
+                               "much as measured")
+    notes.append("message_cpu: a message takes " + ", ".join(f"{c * 1e6:.1f} us at {int(b)} B" for b, c in table) +
+                 f" of one of the {topology.cores} cores the hosts share, at each end (the shift of every rank "
+                 "against that of two, inverted through the simulator)")
+    return topology.model_copy(update={"message_cpu": table})
 
 
 def choose_network(models: Models, procs: int, cases: Sequence[tuple[str, str, int]],

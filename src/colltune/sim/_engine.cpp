@@ -29,7 +29,12 @@
 //     wildcards of GOAL, MPI_ANY_SOURCE and MPI_ANY_TAG);
 //   an eager send completes when it starts, a rendezvous one (rdv[i]) once its receive is matched
 //     and a flow-transported one once its flow has ended;
-//   a local op (copy, reduction, delay) occupies the CPU for cost[i].
+//   a local op (copy, reduction, delay) occupies the CPU for cost[i];
+//   with shared cores (cores > 0: the hosts of an emulated cluster run on one machine's cores),
+//   every send i and its message processed also need one of those cores for core_cost[i], and a
+//   local op for cost[i]: such an item fires only when a core is free (the earliest free one
+//   takes it), so a message waits only when more items want the cores than there are cores, and
+//   a lone message costs what the network model says (colltune.sim.topology.Topology.message_cpu_of).
 //
 // With cs = o + (s-1)O, gs = g + (s-1)G, lat = o + L, cr = o + max((s-1)O, (s-1)G) and
 // gr = g + (s-1)G these are the rules of LogGOPSim (Hoefler, Schneider, Lumsdaine 2010).  As in
@@ -303,6 +308,9 @@ class Engine {
   const uint8_t* rdv;
   bool flows_on = false, maxmin = false;
   double fifo_bytes = 0;  // flows of at most this many units leave their sender one at a time
+  int64_t cores = 0;                  // processor cores all hosts share; 0: each host its own
+  const double* core_cost = nullptr;  // per send: what it, and its message processed, take of a core
+  std::priority_queue<double, std::vector<double>, std::greater<double>> core_free;  // when each is free
   // outputs
   double *start, *end, *flow_start, *flow_end, *flow_rate, *completion;
 
@@ -435,7 +443,9 @@ class Engine {
   // sends (CPU and send NIC), messages (CPU and receive NIC) and local ops (CPU).
   ClassQueue* next_item(Host& h, double& best, uint64_t& best_ts) {
     ClassQueue* queues[3] = {&h.sends, &h.msgs, &h.locals};
-    double free_at[3] = {std::max(h.cpu, h.nic_s), std::max(h.cpu, h.nic_r), h.cpu};
+    const double core = cores > 0 ? core_free.top() : 0.0;
+    double free_at[3] = {std::max({h.cpu, h.nic_s, core}), std::max({h.cpu, h.nic_r, core}),
+                         std::max(h.cpu, core)};
     ClassQueue* which = nullptr;
     best = INF;
     best_ts = 0;
@@ -463,7 +473,10 @@ class Engine {
     Host& h = hosts[hi];
     double best;
     uint64_t best_ts;
-    ClassQueue* which = next_item(h, best, best_ts);  // unchanged since schedule_host pushed the event
+    // The item schedule_host named, unless another host has since taken the shared core it was to
+    // have: then the caller schedules this host again for when a core is free.
+    ClassQueue* which = next_item(h, best, best_ts);
+    if (best > now) return;
     Item it = which->pop();
     if (which == &h.sends) {
       fire_send(hi, it.id);
@@ -471,14 +484,22 @@ class Engine {
       fire_message(hi, it.id);
     } else {
       int64_t i = it.id;
+      take_core(cost[i]);
       h.cpu = now + cost[i];
       mark_started(i, now);
       mark_done(i, now + cost[i]);
     }
   }
 
+  void take_core(double work) {  // the earliest free shared core, busy from now for work
+    if (cores == 0 || work <= 0) return;
+    core_free.pop();
+    core_free.push(now + work);
+  }
+
   void fire_send(int64_t hi, int64_t i) {
     Host& h = hosts[hi];
+    if (cores > 0) take_core(core_cost[i]);
     h.cpu = now + cs[i];
     h.nic_s = now + gs[i];
     end[i] = now + cs[i];
@@ -513,6 +534,7 @@ class Engine {
 
   void fire_message(int64_t hi, int64_t i) {
     Host& h = hosts[hi];
+    if (cores > 0) take_core(core_cost[i]);
     h.cpu = now + cr[i];
     h.nic_r = now + gr[i];
     int64_t recv = -1;
@@ -861,6 +883,7 @@ class Engine {
   // -- main loop -----------------------------------------------------------------------------------
   void run() {
     hosts.assign(P, Host{});
+    for (int64_t c = 0; c < cores; ++c) core_free.push(0.0);
     started.assign(n, 0);
     done.assign(n, 0);
     send_wait.assign(n, 0);
@@ -926,7 +949,7 @@ nb::dict simulate(int64_t procs, In<int8_t> kind, In<int32_t> rank, In<int32_t> 
                   In<uint8_t> rdv, In<double> vol, In<double> rto, In<double> duplex, In<int32_t> topo_parent,
                   In<double> topo_up,
                   In<double> topo_down, In<double> topo_burst, In<int32_t> host_node, bool maxmin,
-                  double fifo_bytes,
+                  double fifo_bytes, int64_t cores, In<double> core_cost,
                   Out<double> start, Out<double> end,
                   Out<double> flow_start, Out<double> flow_end, Out<double> flow_rate, Out<double> completion) {
   Engine e;
@@ -951,6 +974,14 @@ nb::dict simulate(int64_t procs, In<int8_t> kind, In<int32_t> rank, In<int32_t> 
   e.flows_on = topo_parent.shape(0) > 0;
   e.maxmin = maxmin;
   e.fifo_bytes = fifo_bytes;
+  if (cores < 0) throw std::invalid_argument("cores must be >= 0");
+  e.cores = cores;
+  if (cores > 0) {
+    e.core_cost = data_of(core_cost, n, "core_cost");
+    for (int64_t i = 0; i < n; ++i)
+      if (!(e.core_cost[i] >= 0) || std::isinf(e.core_cost[i]))
+        throw std::invalid_argument("core_cost must be finite and >= 0");
+  }
   e.fifo_free.assign(procs, 0.0);
   e.vol = e.flows_on ? data_of(vol, n, "vol") : nullptr;
   e.rto = e.flows_on ? data_of(rto, n, "rto") : nullptr;
@@ -1020,7 +1051,8 @@ NB_MODULE(_engine, m) {
         nb::arg("rdv").noconvert(), nb::arg("vol").noconvert(), nb::arg("rto").noconvert(),
         nb::arg("duplex").noconvert(),
         nb::arg("topo_parent").noconvert(), nb::arg("topo_up").noconvert(), nb::arg("topo_down").noconvert(),
-        nb::arg("topo_burst").noconvert(), nb::arg("host_node").noconvert(), nb::arg("maxmin"), nb::arg("fifo_bytes"), nb::arg("start").noconvert(),
+        nb::arg("topo_burst").noconvert(), nb::arg("host_node").noconvert(), nb::arg("maxmin"), nb::arg("fifo_bytes"),
+        nb::arg("cores"), nb::arg("core_cost").noconvert(), nb::arg("start").noconvert(),
         nb::arg("end").noconvert(), nb::arg("flow_start").noconvert(), nb::arg("flow_end").noconvert(), nb::arg("flow_rate").noconvert(),
         nb::arg("completion").noconvert(),
         "Time a schedule; fills the output arrays and returns total, events and unfinished-op counts.");

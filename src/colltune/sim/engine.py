@@ -147,8 +147,10 @@ def _run(schedule: Schedule, costs: Costs, cost: np.ndarray, penalty: np.ndarray
     arrays = {name: np.empty(n) for name in ("start", "end", "flow_start", "flow_end", "flow_rate")}
     arrays["completion"] = np.zeros(P)
     none_i, none_f = np.zeros(0, dtype=np.int32), np.zeros(0)
-    duplex = none_f
+    duplex, cores, core_cost = none_f, 0, none_f
     if costs.topology is not None:
+        if costs.topology.cores is not None:
+            cores, core_cost = costs.topology.cores, costs.topology.message_cpu_of(schedule.columns["length"])
         parent, up, down, _, host_node = costs.topology.arrays()
         burst, vol, fifo = costs.topology.bursts(), costs.vol, costs.topology.window or 0.0
         if costs.topology.duplex is not None:
@@ -163,7 +165,7 @@ def _run(schedule: Schedule, costs: Costs, cost: np.ndarray, penalty: np.ndarray
         bool(schedule.meta.get("posting_order", True)), cost, costs.cs, costs.gs, costs.lat, costs.cr, costs.gr,
         costs.rdv, vol, penalty if costs.topology is not None else none_f, duplex, parent, up, down, burst,
         host_node,
-        sharing == "maxmin", fifo, arrays["start"], arrays["end"], arrays["flow_start"],
+        sharing == "maxmin", fifo, cores, core_cost, arrays["start"], arrays["end"], arrays["flow_start"],
         arrays["flow_end"], arrays["flow_rate"],
         arrays["completion"])
     return raw, arrays

@@ -11,7 +11,9 @@ messages between two ranks share one connection.  With a ``window`` (TCP's, byte
 messages within it leave its host one after the other in posting order, as from a NIC's queue;
 a link with a ``burst`` (a token bucket) passes that many bytes at once after an idle spell; with a
 ``duplex`` table, a flow can use only a share of the link into a host that sends
-(:meth:`Topology.duplex_factor`).
+(:meth:`Topology.duplex_factor`); with ``cores``, the hosts share that many processor cores, and a
+message takes one at each end for ``message_cpu`` seconds, waiting when more want them than there
+are (:meth:`Topology.message_cpu_of`).
 
 The file format (JSON, ``format: colltune-topology``, ``version: 1``) is the one the [testbed]
 writes for the network it emulates, so that simulation and emulation describe the same network.
@@ -36,6 +38,16 @@ from colltune.models.params import TreeLevels
 
 FORMAT = "colltune-topology"
 VERSION = 1
+
+
+def _by_size(table: tuple[tuple[float, float], ...] | None, size: np.ndarray, otherwise: float) -> np.ndarray:
+    """``table``'s value at each ``size`` (bytes): interpolated in log size between its sizes, clamped
+    at its ends; ``otherwise`` everywhere without a table."""
+    size = np.asarray(size, dtype=np.float64)
+    if table is None:
+        return np.full(size.shape, otherwise)
+    at, value = np.log2([s for s, _ in table]), np.array([v for _, v in table])
+    return np.interp(np.log2(np.maximum(size, 1.0)), at, value)
 
 
 class TopologyError(ColltuneError):
@@ -86,16 +98,32 @@ class Topology(BaseModel):
                           "receiver's host that a flow of that many bytes can use while that host sends (its "
                           "acknowledgements queue behind the host's data); in between, interpolated in log "
                           "size, clamped at the ends; None: the whole link")
+    cores: int | None = Field(None, ge=1, description="processor cores all hosts share, as the hosts of a cluster "
+                                                      "emulated on one machine do; None: each host has its own")
+    message_cpu: tuple[tuple[float, float], ...] | None = Field(
+        None, description="with cores: [bytes, seconds] pairs, sizes ascending: the processor time a message of "
+                          "that many bytes takes of one of those cores at its sender and again at its receiver (a "
+                          "local op takes its cost); interpolated in log size, clamped at the ends; only waiting "
+                          "for a core costs time")
 
     @model_validator(mode="after")
     def _check(self) -> Topology:
-        if self.duplex is not None:
-            sizes = [size for size, _ in self.duplex]
+        for field, table in (("duplex", self.duplex), ("message_cpu", self.message_cpu)):
+            if table is None:
+                continue
+            sizes = [size for size, _ in table]
             if not sizes or any(b <= a for a, b in itertools.pairwise(sizes)) or sizes[0] <= 0:
-                raise ValueError(f"duplex: sizes must be positive and ascending, not {sizes}")
+                raise ValueError(f"{field}: sizes must be positive and ascending, not {sizes}")
+        if self.duplex is not None:
             bad = [eff for _, eff in self.duplex if not 0 < eff <= 1]
             if bad:
                 raise ValueError(f"duplex: efficiencies must lie in (0, 1], not {bad[0]}")
+        if self.message_cpu is not None:
+            bad = [t for _, t in self.message_cpu if not 0 <= t < math.inf]
+            if bad:
+                raise ValueError(f"message_cpu: times must be finite and >= 0 s, not {bad[0]}")
+            if self.cores is None:
+                raise ValueError("message_cpu needs cores: the number of processor cores the hosts share")
         names = [n.name for n in self.nodes]
         if len(set(names)) != len(names):
             dup = next(n for n in names if names.count(n) > 1)
@@ -165,11 +193,29 @@ class Topology(BaseModel):
         10.3 % to 6.5 % on the star and from 13.4 % to 8.5 % on tree:2, and its 90th percentile
         from 35.7 % to 30.5 % on the star (36.5 % on tree:2 either way); docs/fidelity.md has
         every model."""
-        size = np.asarray(size, dtype=np.float64)
-        if self.duplex is None:
-            return np.ones(size.shape)
-        at, eff = np.log2([s for s, _ in self.duplex]), np.array([e for _, e in self.duplex])
-        return np.interp(np.log2(np.maximum(size, 1.0)), at, eff)
+        return _by_size(self.duplex, size, 1.0)
+
+    def message_cpu_of(self, size: np.ndarray) -> np.ndarray:
+        """Per message of ``size`` bytes, the processor time (s) it takes of one of the cores the
+        hosts share (the topology's ``cores``) at its sender and again at its receiver: 0 without
+        a ``message_cpu`` table.
+
+        The testbed runs its 8 hosts on this machine's 2 cores: every rank's sends and receives,
+        and the kernel's work that carries them over the emulated links, take time of the same two
+        cores, so a step in which every rank sends costs more than the same step between two ranks,
+        while a message alone costs what an idle ping-pong says.  With ``cores`` the simulator
+        keeps that many cores for all hosts: each send and each message processed takes the
+        earliest free one for ``message_cpu`` at the message's size (interpolated in log size,
+        clamped at the table's ends), and each local op for its cost; an item fires only when a
+        core is free, so a message waits only when more items want the cores than there are.
+        ``colltune testbed up`` writes the machine's cores into the topology file, and ``colltune
+        probe`` measures the table when its topology gives ``cores`` and the job has more ranks
+        (:func:`colltune.probe.fit.fit_message_cpu`: every rank sending one byte to the next against
+        ranks 0 and 1 alone, the cost whose simulated excess matches the measured one; larger
+        messages add effects of the network, colltune.probe.run.PLANS says which).
+        It then adds no loaded latency to the models, the flat increment that charged every
+        message alike, a chain's lone hop as much as a ring's crowded step."""
+        return _by_size(self.message_cpu, size, 0.0)
 
     def bursts(self) -> np.ndarray:
         """Each node's link bucket, bytes (:attr:`Node.burst`)."""

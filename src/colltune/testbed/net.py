@@ -8,7 +8,8 @@ the node's own end; a switch port's queue (tbf ``limit``) is the node's ``buffer
 rates, oversubscribed uplinks and drops under congestion are the kernel's own.  A host's own port
 has the queue of a Linux NIC (:data:`HOST_QUEUE`), and every bucket holds two frames
 (:data:`BURST`), so that a link serialises nearly like a wire; the topology file records the
-buckets (``burst``), which the simulator lets pass at once after an idle spell.  Hosts get
+buckets (``burst``), which the simulator lets pass at once after an idle spell, and the cores its
+hosts share (``cores``: this machine's, unless the topology gives them).  Hosts get
 10.77.0.0/16 addresses on the shaped network (``eth0``) and a control link (``ctl0``,
 10.78.0.0/16) to a bridge in the launching namespace, over which mpiexec reaches them.  Every
 host uses the TCP congestion control of the testbed (:data:`TCP_CONGESTION` unless told), not
@@ -181,8 +182,8 @@ def up(topology: Topology, name: str, queue: float, burst: int = BURST, congesti
     """Create the testbed ``name`` for ``topology``; switch ports without a ``buffer`` of their own
     get ``queue`` bytes, every link a token bucket of ``burst`` bytes, and every host the TCP
     congestion control ``congestion``.  Returns the topology file, which records every switch port's
-    queue and every link's bucket.  On any failure, everything made so far is removed and the error
-    is raised."""
+    queue, every link's bucket and the cores the hosts share.  On any failure, everything made so
+    far is removed and the error is raised."""
     require_root()
     if State.load(name) is not None:
         raise TestbedError(f"testbed {name!r} is already up; run colltune testbed down first")
@@ -196,7 +197,8 @@ def up(topology: Topology, name: str, queue: float, burst: int = BURST, congesti
     nodes = [n if n.parent is None else
              n.model_copy(update={"buffer": float(queue) if n.buffer is None else n.buffer, "burst": float(burst)})
              for n in topology.nodes]
-    topology = topology.model_copy(update={"nodes": tuple(nodes), "window": topology.window or TCP_WINDOW})
+    topology = topology.model_copy(update={"nodes": tuple(nodes), "window": topology.window or TCP_WINDOW,
+                                           "cores": topology.cores or len(os.sched_getaffinity(0))})
     try:
         if state.allowed:
             state.save()
