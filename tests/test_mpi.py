@@ -191,18 +191,15 @@ def test_quick_probe_writes_a_consistent_profile(procs: int, topology: str | Non
         rto = models.plogpt.t_rto if any("as the incast measured it" in n for n in prov.notes) else 0.0
         duplex = tuple((x, p.median) for x, p in zip(profile.measurements["duplex"].x,
                                                      profile.measurements["duplex"].points, strict=True))
-        update: dict[str, object] = {"rto": rto, "duplex": duplex}
         if given_topology.cores is not None:  # 4 ranks on 2 cores: the shifts of all ranks and of two
             shifted = profile.measurements["message_cpu"]
             assert list(shifted.x) == list(profile.measurements["cpu_shift_all"].x) == list(PLANS["quick"].cpu_sizes)
-            update["message_cpu"] = tuple((float(max(x, 1)), p.median) for x, p in zip(shifted.x, shifted.points,
-                                                                                     strict=True))
             assert all(p.median >= 0 for p in shifted.points) and profile.fits["message_cpu"].residuals
-            # the shared cores stand for the loaded latency, which is then not added to the models
-            assert any(n.startswith("loaded latency:") and "not added" in n for n in prov.notes)
+            assert any(n.startswith("message_cpu:") and "not applied" in n for n in prov.notes)
         else:
             assert "message_cpu" not in profile.measurements
-        assert profile.topology == given_topology.model_copy(update=update)
+        # measured, but the loaded latency stands for it: the topology keeps its cores only
+        assert profile.topology == given_topology.model_copy(update={"rto": rto, "duplex": duplex})
         assert any("carried over topology" in note for note in prov.notes)
     # the shifts one way and both ways, and the share of its rate a flow keeps from them
     one, both = profile.measurements["duplex_one_way"], profile.measurements["duplex_both_ways"]
