@@ -100,7 +100,7 @@ class Plan:
     incast_sizes: tuple[int, ...] = (4 * KiB, 16 * KiB, 64 * KiB)  # bytes per sender of the controlled incast
     incast_reps: int = 5
     duplex_sizes: tuple[int, ...] = (64 * KiB,)  # bytes per message of the shifts one way and both ways
-    cpu_sizes: tuple[int, ...] = (1,)  # bytes per message of the shifts of all ranks and of two (see PLANS)
+    cpu_sizes: tuple[int, ...] = (1,)  # bytes per message of the shifts of all ranks and of two
     cpu_reps: int = 40
 
     def trains(self) -> list[int]:
