@@ -496,8 +496,8 @@ def _print_bench(results: BenchResults, output: str, plot_file: str | None, as_j
 
 
 def bench_library(library: str, table_spec: str, collectives: list[str], sizes: list[int], reps: int, warmup: int,
-                  min_time: float, rounds: int, procs: int | None, testbed: str | None, mpicc: str | None, launcher: str | None,
-                  output: str, as_json: bool, forced: bool = False) -> None:
+                  min_time: float, rounds: int, procs: int | None, testbed: str | None, mpicc: str | None,
+                  launcher: str | None, output: str, as_json: bool, forced: bool = False) -> None:
     """Run the library benchmark and print its speedups (see ``colltune bench --help``); no
     ``collectives``: the table's."""
     try:

@@ -382,7 +382,8 @@ def library_bench(table: DecisionTable, table_name: str, tools: Toolchain, procs
                           forced={label: statistics.median(v) for label, v in mine.items()},
                           forced_rounds={label: tuple(v) for label, v in mine.items()}))
     return LibraryBench(provenance=provenance, library=tools.library, table=table_name, procs=ranks,
-                        testbed=testbed, warmup=warmup, min_time=min_time, rounds=rounds, notes=tuple(notes), cells=tuple(cells))
+                        testbed=testbed, warmup=warmup, min_time=min_time, rounds=rounds, notes=tuple(notes),
+                        cells=tuple(cells))
 
 
 #: After the first round, a forced algorithm is run again only if, at some size, its first-round
