@@ -23,12 +23,19 @@ a profile's topology when its controlled incast timed out in fewer than half of 
 every size (a timeout that does not happen in most runs does not move a median time).
 
 TCP does not push at line rate: a sender keeps at most its window in flight, and sends more only as
-acknowledgements come back.  With the topology's ``window`` (bytes), an episode loses nothing when
-the windows of its flows, each capped by the bytes the flow offers in the episode, fit the port's
-buffer; the testbed's topology files give Linux's initial window (10 segments of 1448 B, RFC 6928),
-which fits the losses measured on its 128 KiB ports (``benchmarks/fidelity_testbed.py``: over the
-tree:2 testbed the 90th-percentile error of ``plogp-bi`` fell from 185 % to 78 %).  Without a
-window, every sender pushes at line rate, as in paper 000.
+acknowledgements come back.  With the topology's ``window`` (bytes), an episode loses what the
+windows of its flows, each capped by the bytes the flow offers in the episode, exceed the port's
+buffer by, shared among the flows by their windows, once (but never more than eq. 4's share): a
+flow that loses a segment shrinks its window (TCP's multiplicative decrease), and the port stays
+busy with what the others keep in flight, so the bytes a sender pushes at line rate past eq. 3's
+moment are not lost as in paper 000.  The testbed's topology files give Linux's initial window (10
+segments of 1448 B, RFC 6928), which fits the losses measured on its 128 KiB ports
+(``benchmarks/fidelity_testbed.py``: over the tree:2 testbed the 90th-percentile error of
+``plogp-bi`` fell from 185 % to 78 % when windows that fit the buffer stopped losing eq. 4's
+share).  Charging eq. 4's share of everything past eq. 3's moment to windows that do not fit it
+made the direct all-to-alls of 512 KiB over tree:2's oversubscribed uplinks 1.5-2x their measured
+time (2026-11-26; ``--repredict``, docs/fidelity.md).  Without a window, every sender pushes at
+line rate, as in paper 000.
 
 Like paper 001's RTO rule, drops depend on when the flows run, so :func:`colltune.sim.simulate`
 re-simulates with the charges until no further flow is hit.
@@ -132,11 +139,13 @@ def _port_losses(s: np.ndarray, e: np.ndarray, r: np.ndarray, bandwidth: float, 
         mean = offered / (t1 - t0)
         if transfer_ratio(mean, bandwidth, room, offered) >= 1:
             continue
-        if window is not None:  # each flow keeps at most a window in flight: do they fit the queue?
-            inside = np.clip(np.minimum(e, t1) - np.maximum(s, t0), 0, None) * r
-            if np.minimum(inside, window).sum() <= room:
-                continue
         full = t0 + room / (mean - bandwidth)  # eq. 3
         after = np.clip(np.minimum(e, t1) - np.maximum(s, full), 0, None)
-        lost += (1 - bandwidth / mean) * r * after
+        pushed = (1 - bandwidth / mean) * r * after  # eq. 4's share, lost by senders at line rate
+        if window is not None:  # each flow keeps at most a window in flight; what overflows is lost once
+            inside = np.clip(np.minimum(e, t1) - np.maximum(s, t0), 0, None) * r
+            flight = np.minimum(inside, window)
+            excess = flight.sum() - room
+            pushed = np.minimum(pushed, excess * flight / flight.sum()) if excess > 0 else 0.0
+        lost += pushed
     return lost
