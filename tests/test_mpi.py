@@ -20,6 +20,7 @@ from helpers import run_bounded
 
 from colltune.profiles import read_profile
 from colltune.sim import NETWORKS, star
+from colltune.sim.topology import two_level
 
 HERE = Path(__file__).parent / "mpi"
 MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
@@ -157,9 +158,11 @@ def test_grid_trees_match_native(procs: int) -> None:
 @pytest.mark.parametrize(("procs", "topology"), [(2, None), (4, "star:12500000"), (4, "shared")])
 def test_quick_probe_writes_a_consistent_profile(procs: int, topology: str | None, tmp_path: Path) -> None:
     """The quick probe writes every model with its spreads and fits (and the topology it is given;
-    "shared": a star whose hosts share 2 cores, whose cost per message it measures)."""
+    "shared": two switches of 2 hosts that share 2 cores, whose cost per message it measures, and
+    whose uplinks' share while they carry data both ways it measures and applies)."""
     out = tmp_path / "profile.json"
-    given_topology = star(procs, 12.5e6).model_copy(update={"cores": 2} if topology == "shared" else {})
+    given_topology = (two_level(procs, 2, 12.5e6, 12.5e6).model_copy(update={"cores": 2}) if topology == "shared"
+                      else star(procs, 12.5e6))
     if topology == "shared":
         (tmp_path / "shared.json").write_text(given_topology.to_json())
         topology = str(tmp_path / "shared.json")
@@ -198,8 +201,18 @@ def test_quick_probe_writes_a_consistent_profile(procs: int, topology: str | Non
             assert any(n.startswith("message_cpu:") and "not applied" in n for n in prov.notes)
         else:
             assert "message_cpu" not in profile.measurements
-        # measured, but the loaded latency stands for it: the topology keeps its cores only
-        assert profile.topology == given_topology.model_copy(update={"rto": rto, "duplex": duplex})
+        trunk = None
+        if topology != "star:12500000":  # the shift by half the job crosses the uplinks both ways
+            shares = profile.measurements["trunk_duplex"]
+            assert list(shares.x) == list(profile.measurements["trunk_shift"].x) == list(PLANS["quick"].duplex_sizes)
+            assert all(0 < p.median <= 1 for p in shares.points) and profile.fits["trunk_duplex"].residuals
+            trunk = tuple((x, p.median) for x, p in zip(shares.x, shares.points, strict=True))
+            assert any(n.startswith("trunk_duplex:") and "applied" in n for n in prov.notes)
+        else:
+            assert "trunk_duplex" not in profile.measurements
+        # message_cpu measured, but the loaded latency stands for it: the topology keeps its cores only
+        assert profile.topology == given_topology.model_copy(update={"rto": rto, "duplex": duplex,
+                                                                     "trunk_duplex": trunk})
         assert any("carried over topology" in note for note in prov.notes)
     # the shifts one way and both ways, and the share of its rate a flow keeps from them
     one, both = profile.measurements["duplex_one_way"], profile.measurements["duplex_both_ways"]

@@ -28,13 +28,17 @@ from colltune.probe import (
     fit_piecewise,
     fit_plogp,
     fit_tree,
+    fit_trunk_duplex,
     loaded_latency,
     summarise,
     with_loaded_latency,
 )
 from colltune.probe.cores import shift_excess
+from colltune.probe.fit import MIN_TRUNK_DUPLEX
+from colltune.probe.trunks import trunk_distance, trunk_shift_time
 from colltune.profiles import Profile, builtin, parse_profile
 from colltune.sim import star
+from colltune.sim.topology import two_level
 
 SIZES = np.array([0, 1, 16, 256, 4096, 65536, 1 << 20])
 PACKETS = np.array([1, 8, 16, 32, 40, 64, 256, 512, 1024, 1500])
@@ -272,6 +276,38 @@ def test_the_message_cpu_fit_recovers_the_cost_the_shifts_were_made_with():
         fit_message_cpu([1], [0.0], [1e-4], excess)
     with pytest.raises(ValueError, match="no cores"):
         shift_excess(star(8, 12.5e6), hockney, [1])
+
+
+def test_the_trunk_duplex_fit_recovers_the_share_the_shift_was_made_with():
+    """Shift times made by the simulator itself over 4 leaf switches of 2 hosts (uplinks as fast as
+    the hosts' links, so the 2 flows each way on an uplink bind), with shares 0.8 at 64 KiB and 0.6
+    at 1 MiB: the fit finds them back; a shift faster than whole uplinks give keeps 1, and one
+    slower than the smallest share searched keeps that."""
+    hockney = Hockney(alpha=60e-6, beta=8e-8)
+    topo = two_level(8, 2, 12.5e6, 12.5e6)
+    time = trunk_shift_time(topo, hockney, [65536, 1048576])
+    assert time(1048576, 0.5) == pytest.approx(2 * time(1048576, 1.0), rel=0.01)
+    table, fit = fit_trunk_duplex([65536, 1048576], [time(65536, 0.8), time(1048576, 0.6)], time)
+    assert [b for b, _ in table] == [65536.0, 1048576.0]
+    assert [e for _, e in table] == pytest.approx([0.8, 0.6], abs=1e-4)
+    assert fit.data == ("trunk_shift",) and fit.rms < 1e-6
+    whole, _ = fit_trunk_duplex([65536], [0.5 * time(65536, 1.0)], time)
+    least, _ = fit_trunk_duplex([65536], [100 * time(65536, 1.0)], time)
+    assert whole == ((65536.0, 1.0),) and least == ((65536.0, MIN_TRUNK_DUPLEX),)
+    with pytest.raises(ValueError, match="positive times"):
+        fit_trunk_duplex([65536], [0.0], time)
+
+
+@pytest.mark.parametrize("topology, distance", [(two_level(8, 2, 1.0, 1.0), 4), (two_level(6, 3, 1.0, 1.0), 3),
+                                                (two_level(5, 2, 1.0, 1.0), 2), (two_level(4, 4, 1.0, 1.0), None),
+                                                (star(8, 1.0), None), (two_level(1, 2, 1.0, 1.0), None)])
+def test_the_trunk_shift_moves_by_half_the_job_where_that_crosses_switches(topology, distance):
+    """Half the ranks away crosses the uplinks of a tree of leaf switches (any P); on one leaf, on a
+    star or with one rank there is nothing to measure, and simulating it is an error."""
+    assert trunk_distance(topology) == distance
+    if distance is None:
+        with pytest.raises(ValueError, match="no link between switches"):
+            trunk_shift_time(topology, Hockney(alpha=1e-6, beta=1.0), [1])
 
 
 def test_epsilon_s_is_the_widest_squared_log_spread():

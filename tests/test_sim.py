@@ -315,6 +315,28 @@ def test_the_duplex_share_is_of_the_link_into_the_receivers_host_only(sharing):
     assert result.flow_end[op_index(schedule, 2, Kind.SEND)] == pytest.approx(8.0, rel=1e-12)
 
 
+@pytest.mark.parametrize("sharing", ["equal", "maxmin"])
+def test_an_uplink_carrying_data_both_ways_gives_its_flows_the_trunk_share(sharing):
+    """Two leaf switches of 2 hosts, every link 1 unit/s, trunk_duplex 0.5: rank 0 sends 4 units to
+    rank 2 across the uplinks and ends at 4 alone; while rank 3 sends 4 to rank 1 (over the same
+    uplinks the other way) both move at 0.5/s and end at 8.  A host's link is no trunk: ranks 0 and
+    1 exchanging 4 units on their leaf end at 4."""
+    topo = two_level(4, 2, 1.0, 1.0).model_copy(update={"trunk_duplex": ((1.0, 0.5),)})
+    for pairs, end in (([(0, 2)], 4.0), ([(0, 2), (3, 1)], 8.0), ([(0, 1), (1, 0)], 4.0)):
+        b = ScheduleBuilder(4, send_bytes=4, recv_bytes=4)
+        for src, dst in pairs:
+            b.send(src, dst, Region(Buf.SEND, 0, 4))
+            b.recv(dst, src, Region(Buf.RECV, 0, 4))
+        schedule = b.build()
+        result = simulate(schedule, "postal", Postal(lam=0.0, step=0.0), topology=topo, sharing=sharing)
+        sends = np.flatnonzero(schedule.columns["kind"] == Kind.SEND)
+        assert result.flow_end[sends] == pytest.approx([end] * len(pairs), rel=1e-12), pairs
+    assert topo.trunk_duplex_factor(np.array([4])) == pytest.approx([0.5])
+    assert two_level(4, 2, 1.0, 1.0).trunk_duplex_factor(np.array([4])) == pytest.approx([1.0])
+    with pytest.raises(ValueError, match=r"trunk_duplex: efficiencies must lie in"):
+        Topology.model_validate({**topo.model_dump(), "trunk_duplex": ((2.0, 1.5),)})
+
+
 def test_the_duplex_share_is_interpolated_in_log_size_and_clamped():
     """Duplex 0.5 at 2 units and 1 at 8: a message of 4 (halfway in log size) keeps 0.75 and the
     exchange ends at 4 / 0.75; 1 unit keeps 0.5 (below the table), 16 keep all (above it)."""

@@ -740,6 +740,8 @@ def networks_markdown() -> str:
               inspect.cleandoc(on_topology.__doc__ or ""), ""]
     lines += ["## Hosts that send and receive at once (`duplex` in a topology file)", "",
               inspect.getdoc(Topology.duplex_factor) or "", ""]
+    lines += ["## Switch links that carry data both ways (`trunk_duplex` in a topology file)", "",
+              inspect.getdoc(Topology.trunk_duplex_factor) or "", ""]
     lines += ["## Hosts that share processor cores (`cores` and `message_cpu` in a topology file)", "",
               inspect.getdoc(Topology.message_cpu_of) or "", ""]
     lines += ["## Finite switch buffers (`--buffer BYTES`, or `buffer` in a topology file)", "",

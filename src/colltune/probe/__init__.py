@@ -21,6 +21,7 @@ from colltune.probe.fit import (
     fit_piecewise,
     fit_plogp,
     fit_tree,
+    fit_trunk_duplex,
     loaded_latency,
     with_loaded_latency,
 )
@@ -28,4 +29,4 @@ from colltune.probe.stats import summarise
 
 __all__ = ["Incast", "eager_threshold", "epsilon_s", "epsilon_t", "fit_cluster_latency", "fit_duplex",
            "fit_hockney", "fit_incast", "fit_loggp", "fit_message_cpu", "fit_piecewise", "fit_plogp", "fit_tree",
-           "loaded_latency", "summarise", "with_loaded_latency"]
+           "fit_trunk_duplex", "loaded_latency", "summarise", "with_loaded_latency"]

@@ -18,16 +18,18 @@ from colltune.schedule import Buf, Region, Schedule, ScheduleBuilder
 from colltune.sim import Topology, simulate
 
 
-def shift_schedule(procs: int, size: int, among: int) -> Schedule:
+def shift_schedule(procs: int, size: int, among: int, distance: int = 1) -> Schedule:
     """:meth:`colltune.probe.measure.Meter.shift`'s pattern both ways as a schedule of ``procs``
-    ranks: ranks 0 .. among-1 each send ``size`` bytes to the next and receive as many from the one
-    before, at once."""
+    ranks: ranks 0 .. among-1 each send ``size`` bytes to the rank ``distance`` after it and
+    receive as many from the one ``distance`` before it (modulo ``among``), at once."""
     if not 2 <= among <= procs:
         raise ValueError(f"a shift needs 2 to {procs} ranks, not {among}")
+    if not 1 <= distance < among:
+        raise ValueError(f"a shift among {among} ranks moves by 1 to {among - 1}, not {distance}")
     b = ScheduleBuilder(procs, send_bytes=size, recv_bytes=size)
     for r in range(among):
-        b.recv(r, (r - 1) % among, Region(Buf.RECV, 0, size))
-        b.send(r, (r + 1) % among, Region(Buf.SEND, 0, size))
+        b.recv(r, (r - distance) % among, Region(Buf.RECV, 0, size))
+        b.send(r, (r + distance) % among, Region(Buf.SEND, 0, size))
     return b.build()
 
 

@@ -234,6 +234,37 @@ def fit_duplex(sizes: Sequence[int], one_way: Array, both_ways: Array) -> tuple[
                                 "median time one way over both ways at each size, at most 1", np.zeros(len(pairs)))
 
 
+#: The smallest share of a link :func:`fit_trunk_duplex` looks for.
+MIN_TRUNK_DUPLEX = 0.05
+
+
+def fit_trunk_duplex(sizes: Sequence[int], measured: Array,
+                     simulated: Callable[[int, float], float]) -> tuple[tuple[tuple[float, float], ...], Fit]:
+    """The share of a link between two switches that a flow can use while data crosses it the
+    other way (a topology's ``trunk_duplex``) at each of ``sizes`` (bytes): the e at which the
+    simulated time of the probe's shift across those links, ``simulated(size, e)`` (s,
+    nonincreasing in e), matches its ``measured`` median (s).  Where even e = 1 simulates as long
+    as was measured, e is 1; the search ends at :data:`MIN_TRUNK_DUPLEX`.  The residuals are the
+    simulated minus the measured times."""
+    if len(sizes) != len(measured) or not sizes:
+        raise ValueError("a trunk duplex fit needs the shift's median time at every size")
+    pairs, residuals = [], []
+    for size, target in zip(sizes, measured, strict=True):
+        if not target > 0:
+            raise ValueError(f"a trunk duplex fit needs positive times; got {target} s at {size} B")
+        if simulated(size, 1.0) >= target:
+            e = 1.0
+        elif simulated(size, MIN_TRUNK_DUPLEX) <= target:
+            e = MIN_TRUNK_DUPLEX
+        else:
+            e = float(scipy.optimize.brentq(lambda v, s=size, t=float(target): simulated(s, v) - t,
+                                            MIN_TRUNK_DUPLEX, 1.0, xtol=1e-6))
+        pairs.append((float(max(size, 1)), e))
+        residuals.append(simulated(size, e) - float(target))
+    return tuple(pairs), record(("trunk_shift",), "per size, the share whose simulated shift across the links "
+                                "between switches matches the measured one (Brent's method)", np.asarray(residuals))
+
+
 #: The most processor time per message :func:`fit_message_cpu` looks for, s.
 MAX_MESSAGE_CPU = 0.01
 

@@ -250,19 +250,23 @@ class Meter:
         self.rest()
         return out if self.me == 0 else None
 
-    def shift(self, size: int, reps: int, both: bool, warmup: int = 1, among: int | None = None) -> np.ndarray | None:
-        """Every rank r sends ``size`` bytes to rank r+1 and receives them from rank r-1 at once
-        (``both``: each host sends and receives, as in a ring step), or only the even ranks send,
-        each to the odd rank after it (each host sends or receives; with P odd the last rank has no
-        partner); per repetition, after a barrier, the slowest rank's time, s.  ``among``: only
-        ranks 0 .. among-1 take part (at least 2; default all), the others wait at the barriers."""
+    def shift(self, size: int, reps: int, both: bool, warmup: int = 1, among: int | None = None,
+              distance: int = 1) -> np.ndarray | None:
+        """Every rank r sends ``size`` bytes to rank r+distance and receives them from rank
+        r-distance at once (``both``: each host sends and receives, as in a ring step), or only the
+        even ranks send, each to the odd rank after it (each host sends or receives; with P odd the
+        last rank has no partner; ``distance`` must be 1); per repetition, after a barrier, the
+        slowest rank's time, s.  ``among``: only ranks 0 .. among-1 take part (at least 2; default
+        all), the others wait at the barriers."""
         sbuf, rbuf = self.buffers(size)
         me, P = self.me, self.procs if among is None else among
         if not 2 <= P <= self.procs:
             raise ValueError(f"a shift needs 2 to {self.procs} ranks, not {P}")
+        if not (1 <= distance < P and (both or distance == 1)):
+            raise ValueError(f"a shift {'both ways ' if both else ''}among {P} ranks cannot move by {distance}")
         part = me < P
-        to = (me + 1) % P if part and (both or (me % 2 == 0 and me + 1 < P)) else None
-        frm = (me - 1) % P if part and (both or me % 2 == 1) else None
+        to = (me + distance) % P if part and (both or (me % 2 == 0 and me + 1 < P)) else None
+        frm = (me - distance) % P if part and (both or me % 2 == 1) else None
         out = np.empty(reps)
         for k in range(warmup + reps):
             self.comm.Barrier()

@@ -28,6 +28,10 @@ What is measured, and how (kernels in :mod:`colltune.probe.measure`, fits in
   (:func:`colltune.probe.fit.fit_message_cpu`: every rank sending one byte to the next against two
   ranks), kept among the measurements but not yet applied (:func:`_measure_message_cpu` says why;
   :meth:`colltune.sim.topology.Topology.message_cpu_of`);
+- where the topology has links between switches that every rank sending to the rank half the job
+  away loads both ways (tree:2's uplinks), the share of such a link a flow can use meanwhile
+  (:func:`colltune.probe.fit.fit_trunk_duplex`, through the simulator), written into the profile's
+  topology (:meth:`colltune.sim.topology.Topology.trunk_duplex_factor`);
 - a check: the times of a few collectives (:data:`CHECKS`) at a few sizes, run by colltune's
   executor, then of as many more cases again on which the two network models that predict the
   first ones best disagree most (:func:`discriminating_cases`), which choose the profile's
@@ -71,6 +75,7 @@ from colltune.probe import fit
 from colltune.probe.cores import shift_excess
 from colltune.probe.measure import Meter
 from colltune.probe.stats import derived, series, summarise
+from colltune.probe.trunks import trunk_distance, trunk_shift_time
 from colltune.profiles.format import Fit, Models, Profile, Provenance, Series
 from colltune.sim import NETWORKS, Topology, simulate, topology_for
 from colltune.tune.measure import REST, Timing, time_collective
@@ -279,7 +284,8 @@ def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, to
 
     depth = floor_log2(P)
     shared = topology is not None and topology.cores is not None and P > topology.cores
-    total = 16 + 2 * depth + P // 2 + shared  # the step() calls below
+    across = None if topology is None else trunk_distance(topology.first(P))
+    total = 16 + 2 * depth + P // 2 + shared + (across is not None)  # the step() calls below
     steps = iter(range(total))
 
     def step(what: str) -> None:
@@ -357,6 +363,10 @@ def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, to
     incast = [meter.incast(s, plan.incast_reps) for s in plan.incast_sizes]
     step("duplex: every rank sending to the next, against every other rank")
     shifts = {both: [meter.shift(s, plan.incast_reps, both) for s in plan.duplex_sizes] for both in (False, True)}
+    trunk_shifts = None
+    if across is not None:
+        step(f"trunks: every rank sending to the rank {across} after it, across the links between switches")
+        trunk_shifts = [meter.shift(s, plan.incast_reps, True, distance=across) for s in plan.duplex_sizes]
     cpu_shifts = None
     if shared:
         assert topology is not None and topology.cores is not None
@@ -517,6 +527,9 @@ def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, to
     if topology is not None:
         topology = topology.model_copy(update={"rto": rto, "duplex": duplex})
         notes.append(f"topology {topology.name!r}: rto {rto_why}; duplex as measured")
+    if trunk_shifts is not None:
+        assert topology is not None and across is not None
+        topology = _measure_trunk_duplex(topology, hockney, ds, trunk_shifts, P, across, m, fits, notes)
     if cpu_shifts is not None:
         assert topology is not None
         _measure_message_cpu(topology, hockney, plan.cpu_sizes, cpu_shifts, P, m, fits, notes)
@@ -567,6 +580,31 @@ def _incast_note(lost: fit.Incast) -> str:
     where = ("no size timed out in most repetitions" if lost.lossy is None else
              f"most repetitions timed out from {lost.lossy} B per sender on")
     return f"incast: {lost.senders} senders; repetitions that timed out: {late}; {where}; {rto}"
+
+
+def _measure_trunk_duplex(topology: Topology, hockney: Hockney, sizes: Sequence[int], shifts: list, procs: int,
+                          distance: int, m: dict[str, Series], fits: dict[str, Fit], notes: list[str]) -> Topology:
+    """``topology`` with the ``trunk_duplex`` that the shift across its links between switches
+    measured (:func:`colltune.probe.fit.fit_trunk_duplex`, simulated with Hockney's idle fit over
+    the topology with its measured host ``duplex``); the series, fit and note recorded."""
+    m["trunk_shift"] = series("s", "bytes", sizes, shifts, f"every rank r of {procs} sends one message of the size to "
+                              f"r+{distance} and receives one from r-{distance} (modulo {procs}), after a barrier: "
+                              "the slowest rank's time")
+    time = trunk_shift_time(topology.first(procs), hockney, sizes)
+    table, fits["trunk_duplex"] = fit.fit_trunk_duplex(sizes, m["trunk_shift"].medians, time)
+    spreads = []
+    for (size, e), point in zip(table, m["trunk_shift"].points, strict=True):
+        de = 0.01
+        slope = (time(int(size), e - de) - time(int(size), e)) / de if e > de else 0.0
+        spreads.append(point.iqr / slope if slope > 0 else 0.0)
+    m["trunk_duplex"] = derived("fraction", "bytes", sizes, [e for _, e in table], spreads,
+                                [p.reps for p in m["trunk_shift"].points],
+                                "share of a link between switches a flow can use while data crosses it the other "
+                                "way: the one whose simulated shift across those links matches the measured one")
+    notes.append("trunk_duplex: a flow can use " + ", ".join(f"{e:.2f} at {int(b)} B" for b, e in table) +
+                 " of a link between switches while data crosses it the other way (the shift of every rank by "
+                 f"{distance}, inverted through the simulator); applied in the topology")
+    return topology.model_copy(update={"trunk_duplex": table})
 
 
 def _measure_message_cpu(topology: Topology, hockney: Hockney, sizes: Sequence[int], shifts: dict[int, list],

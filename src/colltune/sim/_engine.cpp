@@ -20,8 +20,9 @@
 //     a flow that starts moving when every link of its path holds tokens passes that many of its
 //     bytes at once (the least over the path), taking them from each; while the receiver's host
 //     sends (a flow climbs from it), a stream can use duplex[i] of its share of the link into
-//     that host, i its first flow (TCP's acknowledgements queue behind that host's data;
-//     colltune.sim.topology);
+//     that host, i its first flow, and while a link between two switches carries data the other
+//     way, trunk_duplex[i] of its share of that link (TCP's acknowledgements queue behind that
+//     data; colltune.sim.topology);
 //   at arrival ta the message waits for the receiver's CPU and receive NIC; processed at t' it
 //     keeps the CPU busy until t' + cr[i] and the NIC until t' + gr[i];
 //   a receive is posted at no cost and completes when its message has been processed (MPI
@@ -305,6 +306,7 @@ class Engine {
   // per-op costs
   const double *cost, *cs, *gs, *lat, *cr, *gr, *vol, *rto;
   const double* duplex = nullptr;  // per send: its share of the link into a receiving host that sends
+  const double* trunk_duplex = nullptr;  // per send: its share of a switch's link carrying data both ways
   const uint8_t* rdv;
   bool flows_on = false, maxmin = false;
   double fifo_bytes = 0;  // flows of at most this many units leave their sender one at a time
@@ -333,6 +335,7 @@ class Engine {
 
   // topology and flows
   std::vector<int32_t> parent, depth;
+  std::vector<uint8_t> trunk;  // per node: 1 if its link joins two switches
   std::vector<double> capacity;  // per directed link: 2 * node (up to the parent), 2 * node + 1 (down)
   std::vector<double> bucket, tokens, idle_since;  // per directed link: depth, tokens at idle_since
   std::vector<int64_t> link_count;
@@ -614,6 +617,10 @@ class Engine {
     link_stamp.assign(2 * nodes, 0);
     link_groups.assign(2 * nodes, {});
     host_node = hnode;
+    trunk.assign(nodes, 1);  // a node that is no host and has a parent links two switches
+    for (int64_t r = 0; r < P; ++r) trunk[hnode[r]] = 0;
+    for (int64_t v = 0; v < nodes; ++v)
+      if (parent[v] < 0) trunk[v] = 0;
   }
 
   int32_t group_for(int64_t src, int64_t dst) {
@@ -779,19 +786,20 @@ class Engine {
 
   double equal_share(const FlowGroup& G) const {  // paper 001 eq. 7
     double r = INF;
-    int32_t into = link_into(G);
     for (int64_t k = G.path_lo; k < G.path_hi; ++k) {
       int32_t l = path_links[k];
-      r = std::min(r, capacity[l] * (l == into ? duplex_scale(G) : 1.0) / double(link_count[l]));
+      r = std::min(r, capacity[l] * duplex_scale(G, l) / double(link_count[l]));
     }
     return r;
   }
 
-  // The share of the link into its receiver's host that stream G can use: duplex[i] of its first
-  // flow i while a flow climbs from that host, else 1.
-  double duplex_scale(const FlowGroup& G) const {
-    if (duplex == nullptr || G.flows.empty()) return 1.0;
-    return link_count[link_into(G) ^ 1] > 0 ? duplex[G.flows.top().second] : 1.0;
+  // The share of link l of its path that stream G can use while data crosses l the other way
+  // (l ^ 1, where G's acknowledgements queue): duplex[i] of its first flow i on the link into its
+  // receiver's host, trunk_duplex[i] on a link between two switches; else 1.
+  double duplex_scale(const FlowGroup& G, int32_t l) const {
+    if (G.flows.empty() || link_count[l ^ 1] == 0) return 1.0;
+    if (l == link_into(G)) return duplex != nullptr ? duplex[G.flows.top().second] : 1.0;
+    return trunk_duplex != nullptr && trunk[l >> 1] ? trunk_duplex[G.flows.top().second] : 1.0;
   }
   // The link down into G's receiver's host; its twin (^ 1) is that host's link up.
   int32_t link_into(const FlowGroup& G) const { return 2 * host_node[G.dst] + 1; }
@@ -816,7 +824,7 @@ class Engine {
       for (int32_t l : dirty_links) {
         for (int32_t g : link_groups[l])
           if (groups[g].active > 0) touch_group(g);
-        if (duplex != nullptr)  // a host that starts or stops sending changes what flows into it get
+        if (duplex != nullptr || trunk_duplex != nullptr)  // data starting or stopping the other way
           for (int32_t g : link_groups[l ^ 1])
             if (groups[g].active > 0) touch_group(g);
       }
@@ -835,13 +843,13 @@ class Engine {
     for (int32_t g = 0; g < int32_t(groups.size()); ++g)
       if (groups[g].active > 0) active.push_back(g);
     std::vector<double> left(capacity);
-    if (duplex != nullptr) {  // the link into a host that sends carries the smallest duplex share
-      std::vector<double> share_of(capacity.size(), 1.0);  // of the streams into it
-      for (int32_t g : active) {
-        if (groups[g].path_hi == groups[g].path_lo) continue;  // within one host
-        int32_t into = link_into(groups[g]);
-        share_of[into] = std::min(share_of[into], duplex_scale(groups[g]));
-      }
+    if (duplex != nullptr || trunk_duplex != nullptr) {  // a link carrying data both ways carries
+      std::vector<double> share_of(capacity.size(), 1.0);   // the smallest duplex share of its streams
+      for (int32_t g : active)
+        for (int64_t k = groups[g].path_lo; k < groups[g].path_hi; ++k) {
+          int32_t l = path_links[k];
+          share_of[l] = std::min(share_of[l], duplex_scale(groups[g], l));
+        }
       for (size_t l = 0; l < left.size(); ++l) left[l] *= share_of[l];
     }
     std::vector<int64_t> unfrozen(capacity.size(), 0);
@@ -946,7 +954,8 @@ const T* data_of(const In<T>& a, int64_t n, const char* name) {
 nb::dict simulate(int64_t procs, In<int8_t> kind, In<int32_t> rank, In<int32_t> peer, In<int32_t> tag,
                   In<int64_t> rank_ptr, In<int64_t> dep_ptr, In<int64_t> dep_idx, In<bool> dep_start, bool in_order,
                   In<double> cost, In<double> cs, In<double> gs, In<double> lat, In<double> cr, In<double> gr,
-                  In<uint8_t> rdv, In<double> vol, In<double> rto, In<double> duplex, In<int32_t> topo_parent,
+                  In<uint8_t> rdv, In<double> vol, In<double> rto, In<double> duplex, In<double> trunk_duplex,
+                  In<int32_t> topo_parent,
                   In<double> topo_up,
                   In<double> topo_down, In<double> topo_burst, In<int32_t> host_node, bool maxmin,
                   double fifo_bytes, int64_t cores, In<double> core_cost,
@@ -986,6 +995,7 @@ nb::dict simulate(int64_t procs, In<int8_t> kind, In<int32_t> rank, In<int32_t> 
   e.vol = e.flows_on ? data_of(vol, n, "vol") : nullptr;
   e.rto = e.flows_on ? data_of(rto, n, "rto") : nullptr;
   e.duplex = e.flows_on && duplex.shape(0) > 0 ? data_of(duplex, n, "duplex") : nullptr;
+  e.trunk_duplex = e.flows_on && trunk_duplex.shape(0) > 0 ? data_of(trunk_duplex, n, "trunk_duplex") : nullptr;
   for (auto* out : {&start, &end, &flow_start, &flow_end, &flow_rate})
     if (int64_t(out->shape(0)) != n) throw std::invalid_argument("output arrays need one entry per op");
   if (int64_t(completion.shape(0)) != procs) throw std::invalid_argument("completion needs one entry per rank");
@@ -1049,7 +1059,7 @@ NB_MODULE(_engine, m) {
         nb::arg("in_order"), nb::arg("cost").noconvert(), nb::arg("cs").noconvert(), nb::arg("gs").noconvert(),
         nb::arg("lat").noconvert(), nb::arg("cr").noconvert(), nb::arg("gr").noconvert(),
         nb::arg("rdv").noconvert(), nb::arg("vol").noconvert(), nb::arg("rto").noconvert(),
-        nb::arg("duplex").noconvert(),
+        nb::arg("duplex").noconvert(), nb::arg("trunk_duplex").noconvert(),
         nb::arg("topo_parent").noconvert(), nb::arg("topo_up").noconvert(), nb::arg("topo_down").noconvert(),
         nb::arg("topo_burst").noconvert(), nb::arg("host_node").noconvert(), nb::arg("maxmin"), nb::arg("fifo_bytes"),
         nb::arg("cores"), nb::arg("core_cost").noconvert(), nb::arg("start").noconvert(),

@@ -147,7 +147,7 @@ def _run(schedule: Schedule, costs: Costs, cost: np.ndarray, penalty: np.ndarray
     arrays = {name: np.empty(n) for name in ("start", "end", "flow_start", "flow_end", "flow_rate")}
     arrays["completion"] = np.zeros(P)
     none_i, none_f = np.zeros(0, dtype=np.int32), np.zeros(0)
-    duplex, cores, core_cost = none_f, 0, none_f
+    duplex, trunk_duplex, cores, core_cost = none_f, none_f, 0, none_f
     if costs.topology is not None:
         if costs.topology.cores is not None:
             cores, core_cost = costs.topology.cores, costs.topology.message_cpu_of(schedule.columns["length"])
@@ -155,6 +155,8 @@ def _run(schedule: Schedule, costs: Costs, cost: np.ndarray, penalty: np.ndarray
         burst, vol, fifo = costs.topology.bursts(), costs.vol, costs.topology.window or 0.0
         if costs.topology.duplex is not None:
             duplex = costs.topology.duplex_factor(schedule.columns["length"])
+        if costs.topology.trunk_duplex is not None:
+            trunk_duplex = costs.topology.trunk_duplex_factor(schedule.columns["length"])
     else:
         parent, up, down, burst, host_node, vol, fifo = none_i, none_f, none_f, none_f, none_i, none_f, 0.0
     raw = _engine.simulate(
@@ -163,8 +165,8 @@ def _run(schedule: Schedule, costs: Costs, cost: np.ndarray, penalty: np.ndarray
         _column(schedule, "rank_ptr", np.int64), _column(schedule, "dep_ptr", np.int64),
         _column(schedule, "dep_idx", np.int64), _column(schedule, "dep_start", np.bool_),
         bool(schedule.meta.get("posting_order", True)), cost, costs.cs, costs.gs, costs.lat, costs.cr, costs.gr,
-        costs.rdv, vol, penalty if costs.topology is not None else none_f, duplex, parent, up, down, burst,
-        host_node,
+        costs.rdv, vol, penalty if costs.topology is not None else none_f, duplex, trunk_duplex, parent, up, down,
+        burst, host_node,
         sharing == "maxmin", fifo, cores, core_cost, arrays["start"], arrays["end"], arrays["flow_start"],
         arrays["flow_end"], arrays["flow_rate"],
         arrays["completion"])

@@ -8,12 +8,14 @@ to the lowest common switch and descends to b's host; its flow shares each link 
 the other flows crossing that link in the same direction (paper 001 eq. 6-7); the flows of one
 sender to one receiver form one stream that takes one share and carries them in order, as MPI's
 messages between two ranks share one connection.  With a ``window`` (TCP's, bytes), a sender's
-messages within it leave its host one after the other in posting order, as from a NIC's queue;
-a link with a ``burst`` (a token bucket) passes that many bytes at once after an idle spell; with a
+messages within it leave its host one after the other in posting order, as from a NIC's queue; a
+link with a ``burst`` (a token bucket) passes that many bytes at once after an idle spell; with a
 ``duplex`` table, a flow can use only a share of the link into a host that sends
-(:meth:`Topology.duplex_factor`); with ``cores``, the hosts share that many processor cores, and a
-message takes one at each end for ``message_cpu`` seconds, waiting when more want them than there
-are (:meth:`Topology.message_cpu_of`).
+(:meth:`Topology.duplex_factor`), and with a ``trunk_duplex`` table only a share of a link between
+two switches that carries data the other way (:meth:`Topology.trunk_duplex_factor`); with
+``cores``, the hosts share that many processor cores, and a message takes one at each end for
+``message_cpu`` seconds, waiting when more want them than there are
+(:meth:`Topology.message_cpu_of`).
 
 The file format (JSON, ``format: colltune-topology``, ``version: 1``) is the one the [testbed]
 writes for the network it emulates, so that simulation and emulation describe the same network.
@@ -98,6 +100,10 @@ class Topology(BaseModel):
                           "receiver's host that a flow of that many bytes can use while that host sends (its "
                           "acknowledgements queue behind the host's data); in between, interpolated in log "
                           "size, clamped at the ends; None: the whole link")
+    trunk_duplex: tuple[tuple[float, float], ...] | None = Field(
+        None, description="[bytes, efficiency] pairs, sizes ascending: the share of a link between two switches "
+                          "that a flow of that many bytes can use while data crosses that link the other way (its "
+                          "acknowledgements queue behind that data); interpolated as duplex; None: the whole link")
     cores: int | None = Field(None, ge=1, description="processor cores all hosts share, as the hosts of a cluster "
                                                       "emulated on one machine do; None: each host has its own")
     message_cpu: tuple[tuple[float, float], ...] | None = Field(
@@ -108,16 +114,17 @@ class Topology(BaseModel):
 
     @model_validator(mode="after")
     def _check(self) -> Topology:
-        for field, table in (("duplex", self.duplex), ("message_cpu", self.message_cpu)):
+        for field, table in (("duplex", self.duplex), ("trunk_duplex", self.trunk_duplex),
+                             ("message_cpu", self.message_cpu)):
             if table is None:
                 continue
             sizes = [size for size, _ in table]
             if not sizes or any(b <= a for a, b in itertools.pairwise(sizes)) or sizes[0] <= 0:
                 raise ValueError(f"{field}: sizes must be positive and ascending, not {sizes}")
-        if self.duplex is not None:
-            bad = [eff for _, eff in self.duplex if not 0 < eff <= 1]
+        for field, table in (("duplex", self.duplex), ("trunk_duplex", self.trunk_duplex)):
+            bad = [eff for _, eff in table or () if not 0 < eff <= 1]
             if bad:
-                raise ValueError(f"duplex: efficiencies must lie in (0, 1], not {bad[0]}")
+                raise ValueError(f"{field}: efficiencies must lie in (0, 1], not {bad[0]}")
         if self.message_cpu is not None:
             bad = [t for _, t in self.message_cpu if not 0 <= t < math.inf]
             if bad:
@@ -194,6 +201,25 @@ class Topology(BaseModel):
         from 35.7 % to 30.5 % on the star (36.5 % on tree:2 either way); docs/fidelity.md has
         every model."""
         return _by_size(self.duplex, size, 1.0)
+
+    def trunk_duplex_factor(self, size: np.ndarray) -> np.ndarray:
+        """Per message of ``size`` bytes, the share of a link between two switches (an uplink of
+        a tree) that its flow can use while data crosses that link the other way (the topology's
+        ``trunk_duplex``): 1 everywhere without a table.
+
+        The cause is the one of :meth:`duplex_factor`: a flow's acknowledgements cross the link
+        the other way and queue behind the data there, here in a switch port's queue, which fills
+        when more than one link feeds it.  A loss-driven TCP keeps the link busy only while its
+        windows cover the round trip, and the acknowledgements' wait lengthens it by up to that
+        queue: over tree:2's oversubscribed uplinks (8 hosts, 100 Mbit/s, 128 KiB ports, cubic;
+        fidelity benchmark of 2026-11-26), every all-to-all and all-gather of 512 KiB that crosses
+        them took 1.17-1.28 times what the simulator predicted with whole uplinks, the direct
+        ones and the pairwise exchange alike, where the same patterns on the star took 0.85-1.09.
+        ``colltune probe`` measures the table where its topology has such links
+        (:func:`colltune.probe.fit.fit_trunk_duplex`: every rank sending to the rank half the job
+        away and receiving from it, the share at which the simulated time matches the measured
+        one); interpolated in log size between the table's sizes, clamped at its ends."""
+        return _by_size(self.trunk_duplex, size, 1.0)
 
     def message_cpu_of(self, size: np.ndarray) -> np.ndarray:
         """Per message of ``size`` bytes, the processor time (s) it takes of one of the cores the
