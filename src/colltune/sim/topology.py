@@ -42,7 +42,11 @@ FORMAT = "colltune-topology"
 VERSION = 1
 
 
-def _by_size(table: tuple[tuple[float, float], ...] | None, size: np.ndarray, otherwise: float) -> np.ndarray:
+#: A table by message size: (bytes, value) pairs, sizes ascending; looked up by :func:`_by_size`.
+SizeTable = tuple[tuple[float, float], ...]
+
+
+def _by_size(table: SizeTable | None, size: np.ndarray, otherwise: float) -> np.ndarray:
     """``table``'s value at each ``size`` (bytes): interpolated in log size between its sizes, clamped
     at its ends; ``otherwise`` everywhere without a table."""
     size = np.asarray(size, dtype=np.float64)
@@ -95,18 +99,18 @@ class Topology(BaseModel):
                                              "overflows only if its flows' windows exceed its queue; None: "
                                              "senders push at line rate (paper 000)")
 
-    duplex: tuple[tuple[float, float], ...] | None = Field(
+    duplex: SizeTable | None = Field(
         None, description="[bytes, efficiency] pairs, sizes ascending: the share of the link into its "
                           "receiver's host that a flow of that many bytes can use while that host sends (its "
                           "acknowledgements queue behind the host's data); in between, interpolated in log "
                           "size, clamped at the ends; None: the whole link")
-    trunk_duplex: tuple[tuple[float, float], ...] | None = Field(
+    trunk_duplex: SizeTable | None = Field(
         None, description="[bytes, efficiency] pairs, sizes ascending: the share of a link between two switches "
                           "that a flow of that many bytes can use while data crosses that link the other way (its "
                           "acknowledgements queue behind that data); interpolated as duplex; None: the whole link")
     cores: int | None = Field(None, ge=1, description="processor cores all hosts share, as the hosts of a cluster "
                                                       "emulated on one machine do; None: each host has its own")
-    message_cpu: tuple[tuple[float, float], ...] | None = Field(
+    message_cpu: SizeTable | None = Field(
         None, description="with cores: [bytes, seconds] pairs, sizes ascending: the processor time a message of "
                           "that many bytes takes of one of those cores at its sender and again at its receiver (a "
                           "local op takes its cost); interpolated in log size, clamped at the ends; only waiting "
