@@ -30,7 +30,7 @@ from colltune.profiles import load_profile
 from colltune.schedule import Buf, Kind, Region, Schedule, ScheduleBuilder
 from colltune.sim import NETWORKS, SimulationError, Topology, binary_tree, simulate, star
 from colltune.sim.goal import GoalError, from_goal, read_goal, to_goal
-from colltune.sim.topology import two_level
+from colltune.sim.topology import TCP_RTO_MIN, two_level
 
 DATA = Path(__file__).parent / "data"
 EXAMPLE = load_profile("builtin:paper001-example")
@@ -346,6 +346,33 @@ def test_the_duplex_share_is_interpolated_in_log_size_and_clamped():
     result = simulate(schedule, "postal", Postal(lam=0.0, step=0.0), topology=topo)
     assert result.flow_end[sends[0]] == pytest.approx(4 / 0.75, rel=1e-12)
     assert star(2, 1.0).duplex_factor(np.array([4])) == pytest.approx([1.0])
+
+
+@pytest.mark.parametrize("pause, second_end", [
+    (None, 4 + 2 / 0.75),            # back to back: the run is 4 units when the second flow moves
+    (0.1, 4.1 + 2 / 0.75),           # idle for less than TCP_RTO_MIN: the run goes on
+    (1.0, 5.0 + 4),                  # idle for longer: its window starts again, a run of 2 units
+])
+@pytest.mark.parametrize("sharing", ["equal", "maxmin"])
+def test_the_duplex_share_follows_a_streams_run_of_messages(pause, second_end, sharing):
+    """Links of 1 unit/s, duplex 0.5 at 2 units and 1 at 8: ranks 0 and 1 each send the other two
+    messages of 2 units.  The first flows keep 0.5 (a run of 2 units) and end at 4; the second
+    ones, with the stream's window grown by the first, keep the share at a run of 4 units (0.75)
+    unless the stream was idle for more than TCP_RTO_MIN (0.2 s) before them."""
+    assert TCP_RTO_MIN == pytest.approx(0.2)
+    b = ScheduleBuilder(2, send_bytes=2, recv_bytes=4)
+    for src in (0, 1):
+        first = b.send(src, 1 - src, Region(Buf.SEND, 0, 2))
+        after = [] if pause is None else [b.delay(src, pause, requires=[first])]
+        b.send(src, 1 - src, Region(Buf.SEND, 0, 2), requires=after)
+        for k in range(2):
+            b.recv(1 - src, src, Region(Buf.RECV, 2 * k, 2))
+    schedule = b.build()
+    result = simulate(schedule, "postal", Postal(lam=0.0, step=0.0),
+                      topology=_duplexed(2, ((2.0, 0.5), (8.0, 1.0))), sharing=sharing)
+    sends = np.flatnonzero(schedule.columns["kind"] == Kind.SEND)  # in rank order, then posting order
+    assert result.flow_end[sends[0::2]] == pytest.approx([4.0, 4.0], rel=1e-12)
+    assert result.flow_end[sends[1::2]] == pytest.approx([second_end] * 2, rel=1e-12)
 
 
 @pytest.mark.parametrize("duplex, problem", [

@@ -33,6 +33,7 @@ from colltune.models.params import (
     TreeLevels,
 )
 from colltune.profiles.format import Fit, Models
+from colltune.sim.topology import TCP_RTO_MIN
 
 Array = Sequence[float] | np.ndarray
 
@@ -126,9 +127,8 @@ def eager_threshold(sizes: Sequence[int], send_times: Array, holds: Array) -> tu
     return (int(sizes[first - 1]) if first > 0 else -1), True
 
 
-#: Linux's TCP_RTO_MIN, s: a retransmission timeout delays a flow by at least this much, so an
-#: incast repetition later than the lossless line by half of it counts as one that timed out.
-TCP_RTO_MIN = 0.2
+#: An incast repetition later than the lossless line by half of Linux's TCP_RTO_MIN
+#: (:data:`colltune.sim.topology.TCP_RTO_MIN`) counts as one that timed out.
 
 
 @dataclass(frozen=True)

@@ -19,10 +19,11 @@
 //     depth, bytes, e.g. tc tbf's burst) refills it at its capacity while no flow crosses it, and
 //     a flow that starts moving when every link of its path holds tokens passes that many of its
 //     bytes at once (the least over the path), taking them from each; while the receiver's host
-//     sends (a flow climbs from it), a stream can use duplex[i] of its share of the link into
-//     that host, i its first flow, and while a link between two switches carries data the other
-//     way, trunk_duplex[i] of its share of that link (TCP's acknowledgements queue behind that
-//     data; colltune.sim.topology);
+//     sends (a flow climbs from it), a stream can use the duplex table's share, at the bytes of
+//     its run (its messages back to back, none idle for more than warm_gap, through its first
+//     flow), of its share of the link into that host, and while a link between two switches
+//     carries data the other way, trunk_duplex[i] of its share of that link, i its first flow
+//     (TCP's acknowledgements queue behind that data; colltune.sim.topology);
 //   at arrival ta the message waits for the receiver's CPU and receive NIC; processed at t' it
 //     keeps the CPU busy until t' + cr[i] and the NIC until t' + gr[i];
 //   a receive is posted at no cost and completes when its message has been processed (MPI
@@ -289,6 +290,8 @@ struct FlowGroup {
   int64_t active = 0;        // messages in the stream
   double w_ref = 0, t_ref = 0, rate = 0;  // bytes carried: w_ref at t_ref, growing at rate
   double tail = 0;                        // bytes carried when the last message queued is through
+  double last_end = -INFINITY;            // when the stream last ran out of messages
+  double run = 0;  // units of its run (messages none idle over Engine::warm_gap) through its first flow
   uint64_t version = 0;
   std::priority_queue<std::pair<double, int64_t>, std::vector<std::pair<double, int64_t>>,
                       std::greater<std::pair<double, int64_t>>>
@@ -305,7 +308,11 @@ class Engine {
   const int64_t* rank_ptr;
   // per-op costs
   const double *cost, *cs, *gs, *lat, *cr, *gr, *vol, *rto;
-  const double* duplex = nullptr;  // per send: its share of the link into a receiving host that sends
+  // The share of the link into a receiving host that sends, by the units of a stream's run: at
+  // duplex_at (log2 units, ascending), interpolated in log size, clamped at the ends (as
+  // colltune.sim.topology._by_size); none: the whole share.
+  std::vector<double> duplex_at, duplex_share;
+  double warm_gap = 0;  // s: a stream idle no longer than this continues its run (keeps its window)
   const double* trunk_duplex = nullptr;  // per send: its share of a switch's link carrying data both ways
   const uint8_t* rdv;
   bool flows_on = false, maxmin = false;
@@ -708,6 +715,7 @@ class Engine {
     if (G.active == 0) {  // the flow moves at once (else when the flow before it in the stream
                           // ends): its path's buckets pass what they hold
       flow_start[i] = now;
+      G.run = (now - G.last_end <= warm_gap ? G.run : 0.0) + vol[i];
       credit = vol[i];
       for (int64_t k = G.path_lo; k < G.path_hi; ++k) credit = std::min(credit, tokens_now(path_links[k]));
       if (credit > 0)
@@ -766,7 +774,8 @@ class Engine {
     while (!G.flows.empty() && G.flows.top().first <= w + tol) {
       int64_t i = G.flows.top().second;
       G.flows.pop();
-      if (--G.active == 0)
+      if (--G.active == 0) {
+        G.last_end = now;
         for (int64_t k = G.path_lo; k < G.path_hi; ++k) {
           int32_t l = path_links[k];
           if (--link_count[l] == 0) {  // idle from now, its bucket empty
@@ -774,12 +783,15 @@ class Engine {
             idle_since[l] = now;
           }
         }
+      }
       flow_end[i] = now;
       flow_rate[i] = G.rate;
       finish_flow(i);
     }
-    if (!G.flows.empty() && std::isnan(flow_start[G.flows.top().second]))
+    if (!G.flows.empty() && std::isnan(flow_start[G.flows.top().second])) {
       flow_start[G.flows.top().second] = now;  // the next in the stream moves from now
+      G.run += vol[G.flows.top().second];
+    }
     touch_links(G);
     touch_group(int32_t(g));
   }
@@ -794,12 +806,21 @@ class Engine {
   }
 
   // The share of link l of its path that stream G can use while data crosses l the other way
-  // (l ^ 1, where G's acknowledgements queue): duplex[i] of its first flow i on the link into its
-  // receiver's host, trunk_duplex[i] on a link between two switches; else 1.
+  // (l ^ 1, where G's acknowledgements queue): the duplex table's at G's run on the link into its
+  // receiver's host, trunk_duplex[i] of its first flow i on a link between two switches; else 1.
   double duplex_scale(const FlowGroup& G, int32_t l) const {
     if (G.flows.empty() || link_count[l ^ 1] == 0) return 1.0;
-    if (l == link_into(G)) return duplex != nullptr ? duplex[G.flows.top().second] : 1.0;
+    if (l == link_into(G)) return duplex_at.empty() ? 1.0 : duplex_of(G.run);
     return trunk_duplex != nullptr && trunk[l >> 1] ? trunk_duplex[G.flows.top().second] : 1.0;
+  }
+  double duplex_of(double units) const {
+    double x = std::log2(std::max(units, 1.0));
+    if (x <= duplex_at.front()) return duplex_share.front();
+    if (x >= duplex_at.back()) return duplex_share.back();
+    size_t k = 1;
+    while (duplex_at[k] < x) ++k;
+    double f = (x - duplex_at[k - 1]) / (duplex_at[k] - duplex_at[k - 1]);
+    return duplex_share[k - 1] + f * (duplex_share[k] - duplex_share[k - 1]);
   }
   // The link down into G's receiver's host; its twin (^ 1) is that host's link up.
   int32_t link_into(const FlowGroup& G) const { return 2 * host_node[G.dst] + 1; }
@@ -824,7 +845,7 @@ class Engine {
       for (int32_t l : dirty_links) {
         for (int32_t g : link_groups[l])
           if (groups[g].active > 0) touch_group(g);
-        if (duplex != nullptr || trunk_duplex != nullptr)  // data starting or stopping the other way
+        if (!duplex_at.empty() || trunk_duplex != nullptr)  // data starting or stopping the other way
           for (int32_t g : link_groups[l ^ 1])
             if (groups[g].active > 0) touch_group(g);
       }
@@ -843,7 +864,7 @@ class Engine {
     for (int32_t g = 0; g < int32_t(groups.size()); ++g)
       if (groups[g].active > 0) active.push_back(g);
     std::vector<double> left(capacity);
-    if (duplex != nullptr || trunk_duplex != nullptr) {  // a link carrying data both ways carries
+    if (!duplex_at.empty() || trunk_duplex != nullptr) {  // a link carrying data both ways carries
       std::vector<double> share_of(capacity.size(), 1.0);   // the smallest duplex share of its streams
       for (int32_t g : active)
         for (int64_t k = groups[g].path_lo; k < groups[g].path_hi; ++k) {
@@ -954,7 +975,8 @@ const T* data_of(const In<T>& a, int64_t n, const char* name) {
 nb::dict simulate(int64_t procs, In<int8_t> kind, In<int32_t> rank, In<int32_t> peer, In<int32_t> tag,
                   In<int64_t> rank_ptr, In<int64_t> dep_ptr, In<int64_t> dep_idx, In<bool> dep_start, bool in_order,
                   In<double> cost, In<double> cs, In<double> gs, In<double> lat, In<double> cr, In<double> gr,
-                  In<uint8_t> rdv, In<double> vol, In<double> rto, In<double> duplex, In<double> trunk_duplex,
+                  In<uint8_t> rdv, In<double> vol, In<double> rto, In<double> duplex_sizes,
+                  In<double> duplex_shares, double warm_gap, In<double> trunk_duplex,
                   In<int32_t> topo_parent,
                   In<double> topo_up,
                   In<double> topo_down, In<double> topo_burst, In<int32_t> host_node, bool maxmin,
@@ -994,7 +1016,16 @@ nb::dict simulate(int64_t procs, In<int8_t> kind, In<int32_t> rank, In<int32_t> 
   e.fifo_free.assign(procs, 0.0);
   e.vol = e.flows_on ? data_of(vol, n, "vol") : nullptr;
   e.rto = e.flows_on ? data_of(rto, n, "rto") : nullptr;
-  e.duplex = e.flows_on && duplex.shape(0) > 0 ? data_of(duplex, n, "duplex") : nullptr;
+  if (duplex_shares.shape(0) != duplex_sizes.shape(0))
+    throw std::invalid_argument("duplex_sizes and duplex_shares must have one entry each per row");
+  if (!(warm_gap >= 0)) throw std::invalid_argument("warm_gap must be >= 0");
+  e.warm_gap = warm_gap;
+  for (size_t k = 0; e.flows_on && k < duplex_sizes.shape(0); ++k) {
+    if (!(duplex_sizes.data()[k] > 0) || (k > 0 && !(duplex_sizes.data()[k] > duplex_sizes.data()[k - 1])))
+      throw std::invalid_argument("duplex_sizes must be positive and ascending");
+    e.duplex_at.push_back(std::log2(duplex_sizes.data()[k]));
+    e.duplex_share.push_back(duplex_shares.data()[k]);
+  }
   e.trunk_duplex = e.flows_on && trunk_duplex.shape(0) > 0 ? data_of(trunk_duplex, n, "trunk_duplex") : nullptr;
   for (auto* out : {&start, &end, &flow_start, &flow_end, &flow_rate})
     if (int64_t(out->shape(0)) != n) throw std::invalid_argument("output arrays need one entry per op");
@@ -1059,7 +1090,8 @@ NB_MODULE(_engine, m) {
         nb::arg("in_order"), nb::arg("cost").noconvert(), nb::arg("cs").noconvert(), nb::arg("gs").noconvert(),
         nb::arg("lat").noconvert(), nb::arg("cr").noconvert(), nb::arg("gr").noconvert(),
         nb::arg("rdv").noconvert(), nb::arg("vol").noconvert(), nb::arg("rto").noconvert(),
-        nb::arg("duplex").noconvert(), nb::arg("trunk_duplex").noconvert(),
+        nb::arg("duplex_sizes").noconvert(), nb::arg("duplex_shares").noconvert(), nb::arg("warm_gap"),
+        nb::arg("trunk_duplex").noconvert(),
         nb::arg("topo_parent").noconvert(), nb::arg("topo_up").noconvert(), nb::arg("topo_down").noconvert(),
         nb::arg("topo_burst").noconvert(), nb::arg("host_node").noconvert(), nb::arg("maxmin"), nb::arg("fifo_bytes"),
         nb::arg("cores"), nb::arg("core_cost").noconvert(), nb::arg("start").noconvert(),

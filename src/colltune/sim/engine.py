@@ -24,7 +24,7 @@ from colltune.schedule import Kind, Schedule
 from colltune.sim import _engine
 from colltune.sim.drops import Rule, drop_rule
 from colltune.sim.network import NETWORKS, Costs, Messages, NetworkError, local_costs, on_topology
-from colltune.sim.topology import Topology
+from colltune.sim.topology import TCP_RTO_MIN, Topology
 
 MAX_RTO_ROUNDS = 10
 #: The engine's hashed matching keys hold a (receiver, sender) pair in 32 bits.
@@ -147,14 +147,14 @@ def _run(schedule: Schedule, costs: Costs, cost: np.ndarray, penalty: np.ndarray
     arrays = {name: np.empty(n) for name in ("start", "end", "flow_start", "flow_end", "flow_rate")}
     arrays["completion"] = np.zeros(P)
     none_i, none_f = np.zeros(0, dtype=np.int32), np.zeros(0)
-    duplex, trunk_duplex, cores, core_cost = none_f, none_f, 0, none_f
+    duplex_sizes, duplex_shares, trunk_duplex, cores, core_cost = none_f, none_f, none_f, 0, none_f
     if costs.topology is not None:
         if costs.topology.cores is not None:
             cores, core_cost = costs.topology.cores, costs.topology.message_cpu_of(schedule.columns["length"])
         parent, up, down, _, host_node = costs.topology.arrays()
         burst, vol, fifo = costs.topology.bursts(), costs.vol, costs.topology.window or 0.0
-        if costs.topology.duplex is not None:
-            duplex = costs.topology.duplex_factor(schedule.columns["length"])
+        if costs.topology.duplex is not None:  # looked up by each stream's run (Topology.duplex_factor)
+            duplex_sizes, duplex_shares = (np.array(column, dtype=np.float64) for column in zip(*costs.topology.duplex))
         if costs.topology.trunk_duplex is not None:
             trunk_duplex = costs.topology.trunk_duplex_factor(schedule.columns["length"])
     else:
@@ -165,7 +165,8 @@ def _run(schedule: Schedule, costs: Costs, cost: np.ndarray, penalty: np.ndarray
         _column(schedule, "rank_ptr", np.int64), _column(schedule, "dep_ptr", np.int64),
         _column(schedule, "dep_idx", np.int64), _column(schedule, "dep_start", np.bool_),
         bool(schedule.meta.get("posting_order", True)), cost, costs.cs, costs.gs, costs.lat, costs.cr, costs.gr,
-        costs.rdv, vol, penalty if costs.topology is not None else none_f, duplex, trunk_duplex, parent, up, down,
+        costs.rdv, vol, penalty if costs.topology is not None else none_f, duplex_sizes, duplex_shares, TCP_RTO_MIN,
+        trunk_duplex, parent, up, down,
         burst, host_node,
         sharing == "maxmin", fifo, cores, core_cost, arrays["start"], arrays["end"], arrays["flow_start"],
         arrays["flow_end"], arrays["flow_rate"],

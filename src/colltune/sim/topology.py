@@ -42,6 +42,12 @@ FORMAT = "colltune-topology"
 VERSION = 1
 
 
+#: Linux's TCP_RTO_MIN, s: a retransmission timeout delays a flow by at least this much, and a
+#: connection idle for longer than its retransmission timeout starts its window again (RFC 5681
+#: section 4.1; Linux's ``tcp_slow_start_after_idle``), so a stream idle for less keeps its run
+#: (:meth:`Topology.duplex_factor`).
+TCP_RTO_MIN = 0.2
+
 #: A table by message size: (bytes, value) pairs, sizes ascending; looked up by :func:`_by_size`.
 SizeTable = tuple[tuple[float, float], ...]
 
@@ -194,8 +200,15 @@ class Topology(BaseModel):
 
         So while any flow climbs from a host, a stream into it can use ``duplex`` of its share of
         the link into that host (of the equal split; under max-min fairness that link carries the
-        smallest share of the streams into it), taken at the size of the stream's current message:
-        interpolated in log size between the table's sizes, clamped at its ends.  A stream held
+        smallest share of the streams into it), taken at ``size``: the bytes of the stream's run,
+        its messages carried back to back (none after the stream was idle for more than
+        :data:`TCP_RTO_MIN`) up to the one in flight; interpolated in log size between the table's
+        sizes, clamped at its ends.  The window a run has grown carries the run's next message,
+        and a connection idle for longer than its retransmission timeout starts it again (RFC 5681
+        section 4.1): on the fidelity benchmark of 2026-11-26 the ring all-gather of 512 KiB, whose
+        seven steps each carry a block over the same connection, ran 1.09x its wire time on the
+        star, where the pairwise all-to-all, a new connection at each step, ran 1.42x; priced by
+        each message alone, both were predicted 1.43x.  A stream held
         back by another link (an oversubscribed uplink) keeps its rate: its window then covers the
         longer round trip.  ``colltune probe`` measures the table (``fit_duplex``): both shifts
         above at 64 KiB, 256 KiB and 1 MiB, the time one way over the time both ways.  On the
