@@ -37,7 +37,6 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Union
 
 import numpy as np
 
@@ -140,7 +139,7 @@ class Reduction:
     origin_offset: int
 
 
-Output = Union[Placement, Reduction]
+Output = Placement | Reduction
 
 
 @dataclass(frozen=True)

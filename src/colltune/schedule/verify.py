@@ -46,6 +46,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections import deque
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -143,7 +144,7 @@ class _Accesses:
         """
         k = bisect_left(self.starts, end) - 1
         while k >= 0 and self.starts[k] + self.maxlen > start:
-            s, e, op, is_write = self.items[k]
+            _, e, op, is_write = self.items[k]
             if done_before(op):
                 del self.starts[k]
                 del self.items[k]
@@ -446,7 +447,7 @@ class _Verifier:
         cuts = sorted({x for piece in src + dst for x in piece[:2]})
         si = di = 0
         prev: tuple | None = None
-        for a, b in zip(cuts, cuts[1:]):
+        for a, b in pairwise(cuts):
             while src[si][1] <= a:
                 si += 1
             while dst[di][1] <= a:

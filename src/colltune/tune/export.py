@@ -437,13 +437,13 @@ def libraries_markdown() -> str:
     for coll in dict.fromkeys(c for c, _ in OPENMPI):
         lines += [f"## {coll}", ""]
         if coll in OPENMPI_FIXED_ONLY:
-            lines += [f"Open MPI: the export writes no {coll} rules, leaving {coll} to Open MPI's fixed rules: "
-                      f"{OPENMPI_FIXED_ONLY[coll]}.", ""]
+            lines += [(f"Open MPI: the export writes no {coll} rules, leaving {coll} to Open MPI's fixed rules: "
+                       f"{OPENMPI_FIXED_ONLY[coll]}."), ""]
         elif coll in OPENMPI_ANY_OPERATION:
             safe = ", ".join(str(n) for n in sorted(OPENMPI_ANY_OPERATION[coll]))
-            lines += [f"Open MPI: a rules file cannot tell a non-commutative operation, so the export names only "
-                      f"{coll} algorithms that combine in rank order for one ({safe}); a rule mapping to another "
-                      f"is left to Open MPI's fixed rules, unless the table was tuned with --commutative.", ""]
+            lines += [(f"Open MPI: a rules file cannot tell a non-commutative operation, so the export names only "
+                       f"{coll} algorithms that combine in rank order for one ({safe}); a rule mapping to another "
+                       f"is left to Open MPI's fixed rules, unless the table was tuned with --commutative."), ""]
         lines += ["| colltune | Open MPI | MPICH |", "| --- | --- | --- |"]
         lines += [f"| `{alg}` | {_ompi_cell(o)} | {_mpich_cell(MPICH[(coll, alg)])} |"
                   for (c, alg), o in OPENMPI.items() if c == coll]
