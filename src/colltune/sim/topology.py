@@ -107,7 +107,8 @@ class Topology(BaseModel):
 
     duplex: SizeTable | None = Field(
         None, description="[bytes, efficiency] pairs, sizes ascending: the share of the link into its "
-                          "receiver's host that a flow of that many bytes can use while that host sends (its "
+                          "receiver's host that a stream can use while that host sends, once it has carried that many "
+                          "bytes back to back (its "
                           "acknowledgements queue behind the host's data); in between, interpolated in log "
                           "size, clamped at the ends; None: the whole link")
     trunk_duplex: SizeTable | None = Field(
@@ -181,9 +182,9 @@ class Topology(BaseModel):
         return parent, up, down, latency, host_node
 
     def duplex_factor(self, size: np.ndarray) -> np.ndarray:
-        """Per message of ``size`` bytes, the share of the link into its receiver's host that its
-        flow can use while that host sends (the topology's ``duplex``): 1 everywhere without a
-        duplex table.
+        """At each ``size`` (bytes of a stream's run, below), the share of the link into its
+        receiver's host that the stream can use while that host sends (the topology's ``duplex``):
+        1 everywhere without a duplex table.
 
         A TCP flow's acknowledgements leave its receiver's host over that host's link up.  When
         the host sends too, they wait behind its data in the host's queue (on the testbed Linux's
