@@ -34,9 +34,11 @@
 //   a local op (copy, reduction, delay) occupies the CPU for cost[i];
 //   with shared cores (cores > 0: the hosts of an emulated cluster run on one machine's cores),
 //   every send i and its message processed also need one of those cores for core_cost[i], and a
-//   local op for cost[i]: such an item fires only when a core is free (the earliest free one
-//   takes it), so a message waits only when more items want the cores than there are cores, and
-//   a lone message costs what the network model says (colltune.sim.topology.Topology.message_cpu_of).
+//   copy or reduction for cost[i]: such an item fires only when a core is free (the earliest free
+//   one takes it), so a message waits only when more items want the cores than there are cores,
+//   and a lone message costs what the network model says (colltune.sim.topology.Topology.message_cpu_of);
+//   a delay takes none: it is time that passes on its rank (GOAL's calc, a recorded run's time
+//   outside MPI, which already holds whatever sharing that run met).
 //
 // With cs = o + (s-1)O, gs = g + (s-1)G, lat = o + L, cr = o + max((s-1)O, (s-1)G) and
 // gr = g + (s-1)G these are the rules of LogGOPSim (Hoefler, Schneider, Lumsdaine 2010).  As in
@@ -71,7 +73,7 @@ using Out = nb::ndarray<T, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 
 namespace {
 
-constexpr int8_t SEND = 0, RECV = 1;  // colltune.schedule.Kind; every other kind is local
+constexpr int8_t SEND = 0, RECV = 1, DELAY = 4;  // colltune.schedule.Kind; every other kind is local
 constexpr double INF = std::numeric_limits<double>::infinity();
 
 struct Item {  // an op or message waiting in a host queue
@@ -88,7 +90,7 @@ struct ByTs {
   bool operator()(const Item& a, const Item& b) const { return a.ts > b.ts; }
 };
 
-// Items of one class (sends, messages or local ops) of one host.  An item can fire once its
+// Items of one class (sends, messages, copies and reductions, or delays) of one host.  An item can fire once its
 // ready time has come and the class's resources are free at R; among the items ready by R the
 // oldest (smallest ts) fires first, otherwise the earliest ready one.
 struct ClassQueue {
@@ -128,7 +130,7 @@ struct ClassQueue {
 
 struct Host {
   double cpu = 0, nic_s = 0, nic_r = 0;
-  ClassQueue sends, msgs, locals;
+  ClassQueue sends, msgs, locals, delays;
   uint64_t version = 0;
 };
 
@@ -438,7 +440,7 @@ class Engine {
         push(ready, EV_RECV, i);
         continue;
       } else {
-        h.locals.future.push(Item{ready, counter++, i});
+        (kind[i] == DELAY ? h.delays : h.locals).future.push(Item{ready, counter++, i});
       }
       touched.push_back(rank[i]);
     }
@@ -450,16 +452,17 @@ class Engine {
 
   // -- hosts ---------------------------------------------------------------------------------------
   // The class queue of host h whose item fires next, and when: the earliest (time, ts) over
-  // sends (CPU and send NIC), messages (CPU and receive NIC) and local ops (CPU).
+  // sends (CPU and send NIC), messages (CPU and receive NIC), copies and reductions (CPU) and
+  // delays (the rank's CPU, no shared core).
   ClassQueue* next_item(Host& h, double& best, uint64_t& best_ts) {
-    ClassQueue* queues[3] = {&h.sends, &h.msgs, &h.locals};
+    ClassQueue* queues[4] = {&h.sends, &h.msgs, &h.locals, &h.delays};
     const double core = cores > 0 ? core_free.top() : 0.0;
-    double free_at[3] = {std::max({h.cpu, h.nic_s, core}), std::max({h.cpu, h.nic_r, core}),
-                         std::max(h.cpu, core)};
+    double free_at[4] = {std::max({h.cpu, h.nic_s, core}), std::max({h.cpu, h.nic_r, core}),
+                         std::max(h.cpu, core), h.cpu};
     ClassQueue* which = nullptr;
     best = INF;
     best_ts = 0;
-    for (int c = 0; c < 3; ++c) {
+    for (int c = 0; c < 4; ++c) {
       double t;
       uint64_t ts;
       if (queues[c]->candidate(free_at[c], t, ts) && (t < best || (t == best && ts < best_ts))) {
@@ -494,7 +497,7 @@ class Engine {
       fire_message(hi, it.id);
     } else {
       int64_t i = it.id;
-      take_core(cost[i]);
+      if (which == &h.locals) take_core(cost[i]);
       h.cpu = now + cost[i];
       mark_started(i, now);
       mark_done(i, now + cost[i]);

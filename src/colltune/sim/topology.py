@@ -120,7 +120,7 @@ class Topology(BaseModel):
     message_cpu: SizeTable | None = Field(
         None, description="with cores: [bytes, seconds] pairs, sizes ascending: the processor time a message of "
                           "that many bytes takes of one of those cores at its sender and again at its receiver (a "
-                          "local op takes its cost); interpolated in log size, clamped at the ends; only waiting "
+                          "copy or reduction takes its cost, a delay none); interpolated in log size, clamped at the ends; only waiting "
                           "for a core costs time")
 
     @model_validator(mode="after")
@@ -250,11 +250,15 @@ class Topology(BaseModel):
         while a message alone costs what an idle ping-pong says.  With ``cores`` the simulator
         keeps that many cores for all hosts: each send and each message processed takes the
         earliest free one for ``message_cpu`` at the message's size (interpolated in log size,
-        clamped at the table's ends), and each local op for its cost; an item fires only when a
-        core is free, so a message waits only when more items want the cores than there are.
-        ``colltune testbed up`` writes the machine's cores into the topology file (so its local ops
-        share them), and ``colltune probe`` measures the cost per message when its topology gives
-        ``cores`` and the job has more ranks (:func:`colltune.probe.fit.fit_message_cpu`: every
+        clamped at the table's ends), and each copy or reduction for its cost; an item fires only
+        when a core is free, so a message waits only when more items want the cores than there
+        are.  A delay (GOAL's ``calc``, the time a recorded run spent outside MPI) takes no core: it
+        is time that passes on its rank, and a recorded gap already holds whatever sharing its run
+        met (charged again, a C program recorded on the testbed, whose computation is a sleep, was
+        predicted 54-95 % slow, against 5-11 % without).  ``colltune testbed up`` writes the
+        machine's cores into the topology file (so its reductions share them), and ``colltune
+        probe`` measures the cost per message when its topology gives ``cores`` and the job has
+        more ranks (:func:`colltune.probe.fit.fit_message_cpu`: every
         rank sending one byte to the next against ranks 0 and 1 alone, the cost whose simulated
         excess matches the measured one), but keeps it out of the profile's topology and adds the
         loaded latency to the models instead, a flat increment that charges every message alike.
