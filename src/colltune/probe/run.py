@@ -362,6 +362,9 @@ def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, to
     step(f"incast: {P - 1} rank{'s' if P > 2 else ''} sending to rank 0 at once, to provoke losses")
     incast = [meter.incast(s, plan.incast_reps) for s in plan.incast_sizes]
     step("duplex: every rank sending to the next, against every other rank")
+    # After the incast on purpose: at 256 KiB-1 MiB the share depends on the connections' losses
+    # before (0.85-0.96 in a fresh job, 0.75-0.79 after incasts; docs/fidelity.md), and the
+    # collectives of a job run over connections that incasts have been through.
     shifts = {both: [meter.shift(s, plan.incast_reps, both) for s in plan.duplex_sizes] for both in (False, True)}
     trunk_shifts = None
     if across is not None:
