@@ -36,9 +36,10 @@
 //   every send i and its message processed also need one of those cores for core_cost[i], and a
 //   copy or reduction for cost[i]: such an item fires only when a core is free (the earliest free
 //   one takes it), so a message waits only when more items want the cores than there are cores,
-//   and a lone message costs what the network model says (colltune.sim.topology.Topology.message_cpu_of);
-//   a delay takes none: it is time that passes on its rank (GOAL's calc, a recorded run's time
-//   outside MPI, which already holds whatever sharing that run met).
+//   and a lone message costs what the network model says
+//   (colltune.sim.topology.Topology.message_cpu_of); a delay takes none: it is time that passes
+//   on its rank (GOAL's calc, a recorded run's time outside MPI, which already holds whatever
+//   sharing that run met).
 //
 // With cs = o + (s-1)O, gs = g + (s-1)G, lat = o + L, cr = o + max((s-1)O, (s-1)G) and
 // gr = g + (s-1)G these are the rules of LogGOPSim (Hoefler, Schneider, Lumsdaine 2010).  As in
@@ -90,9 +91,9 @@ struct ByTs {
   bool operator()(const Item& a, const Item& b) const { return a.ts > b.ts; }
 };
 
-// Items of one class (sends, messages, copies and reductions, or delays) of one host.  An item can fire once its
-// ready time has come and the class's resources are free at R; among the items ready by R the
-// oldest (smallest ts) fires first, otherwise the earliest ready one.
+// Items of one class (sends, messages, copies and reductions, or delays) of one host.  An item
+// can fire once its ready time has come and the class's resources are free at R; among the items
+// ready by R the oldest (smallest ts) fires first, otherwise the earliest ready one.
 struct ClassQueue {
   std::priority_queue<Item, std::vector<Item>, ByReady> future;
   std::priority_queue<Item, std::vector<Item>, ByTs> avail;

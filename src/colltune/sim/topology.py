@@ -120,8 +120,8 @@ class Topology(BaseModel):
     message_cpu: SizeTable | None = Field(
         None, description="with cores: [bytes, seconds] pairs, sizes ascending: the processor time a message of "
                           "that many bytes takes of one of those cores at its sender and again at its receiver (a "
-                          "copy or reduction takes its cost, a delay none); interpolated in log size, clamped at the ends; only waiting "
-                          "for a core costs time")
+                          "copy or reduction takes its cost, a delay none); interpolated in log size, clamped at "
+                          "the ends; only waiting for a core costs time")
 
     @model_validator(mode="after")
     def _check(self) -> Topology:
