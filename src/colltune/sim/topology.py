@@ -107,10 +107,9 @@ class Topology(BaseModel):
 
     duplex: SizeTable | None = Field(
         None, description="[bytes, efficiency] pairs, sizes ascending: the share of the link into its "
-                          "receiver's host that a stream can use while that host sends, once it has carried that many "
-                          "bytes back to back (its "
-                          "acknowledgements queue behind the host's data); in between, interpolated in log "
-                          "size, clamped at the ends; None: the whole link")
+                          "receiver's host that a stream can use while that host sends, once it has carried that "
+                          "many bytes back to back (its acknowledgements queue behind the host's data); in "
+                          "between, interpolated in log size, clamped at the ends; None: the whole link")
     trunk_duplex: SizeTable | None = Field(
         None, description="[bytes, efficiency] pairs, sizes ascending: the share of a link between two switches "
                           "that a flow of that many bytes can use while data crosses that link the other way (its "
