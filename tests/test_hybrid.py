@@ -17,6 +17,7 @@ from colltune.models import Unavailable
 from colltune.profiles.format import Provenance
 from colltune.tune import NATIVE, Tuner, build_table
 from colltune.tune.hybrid import HybridPricer
+from colltune.tune.select import SURE_LEAD
 
 
 @dataclass
@@ -200,22 +201,23 @@ def test_without_a_tolerance_the_fastest_wins_as_before() -> None:
 class Switching:
     """A timer in seconds whose ``a`` pays for following ``native``: its first timing after one of
     ``native`` is four times slower (the connections its traffic pattern wakes restart slowly); a
-    call of ``native`` takes 0.1 s, of ``a`` 0.06 s, of ``b`` 0.4 s.  ``settle_call`` as the MPI timers
-    have it (:data:`colltune.tune.measure.SETTLE_CALL`)."""
+    call of ``native`` takes 0.1 s, of ``a`` ``a_call`` s, of ``b`` 0.4 s.  ``settle_call`` as the
+    MPI timers have it (:data:`colltune.tune.measure.SETTLE_CALL`)."""
 
     settle_call: float
+    a_call: float = 0.085
     calls: list[str] = field(default_factory=list)
 
     def price(self, collective: str, algorithm: str, procs: int, size: int,
               params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
         after_native = bool(self.calls) and self.calls[-1] == NATIVE
         self.calls.append(algorithm)
-        base = {NATIVE: 0.1, "a": 0.06, "b": 0.4}[algorithm] * (1 if params.get("x", 1) == 1 else 10)
+        base = {NATIVE: 0.1, "a": self.a_call, "b": 0.4}[algorithm] * (1 if params.get("x", 1) == 1 else 10)
         return base * (4 if algorithm == "a" and after_native else 1), dict(params)
 
 
 def test_a_long_call_is_confirmed_by_the_second_of_two_timings_in_a_row() -> None:
-    """The sample times a after b and finds it 40 % faster than native; each confirming timing of a
+    """The sample times a after b and finds it 15 % faster than native; each confirming timing of a
     follows one of native.  Where native's call is at least the timer's settle_call, each
     confirming timing is made twice in a row and the second counts, so a is taken; where it is
     shorter, each is made once, and a, slow every time right after native, is not."""
@@ -227,6 +229,21 @@ def test_a_long_call_is_confirmed_by_the_second_of_two_timings_in_a_row() -> Non
     t = Tuner(timer, "bcast", 4, space=Space(("b", "a")), tolerance=0.05)
     assert t.winner(64) == (NATIVE, ())
     assert timer.calls[-4:] == [NATIVE, "a", NATIVE, "a"]
+
+
+def test_a_long_call_far_ahead_in_the_sample_is_taken_without_confirming_timings() -> None:
+    """Where native's call is at least the timer's settle_call, a lead of SURE_LEAD or more in the
+    sample ends the question; just below it, the confirming timings are made; at a short call,
+    even a large lead is confirmed."""
+    for a_call, settle, timed_again in ((0.1 / SURE_LEAD, 0.03, False), (0.1 / SURE_LEAD * 1.01, 0.03, True),
+                                        (0.1 / SURE_LEAD, 1.0, True)):
+        timer = Switching(settle_call=settle, a_call=a_call)
+        t = Tuner(timer, "bcast", 4, space=Space(("b", "a")), tolerance=0.05)
+        t.sample(64)
+        sampled = len(timer.calls)
+        winner = t.winner(64)
+        assert (len(timer.calls) > sampled) == timed_again, (a_call, settle, timer.calls)
+        assert winner == (("a", (("x", 1),)) if settle < 0.1 else (NATIVE, ()))
 
 
 def test_a_hybrid_pricer_settles_as_its_timer_does() -> None:
