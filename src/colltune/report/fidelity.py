@@ -39,6 +39,7 @@ from colltune.models.params import MODELS, ParamSet
 from colltune.profiles.format import Profile, Provenance
 from colltune.report.figure import pyplot
 from colltune.sim import NETWORKS, Topology, profile_network, simulate, topology_for
+from colltune.sim.calls import last_call
 from colltune.tune.native import native_equivalent
 from colltune.tune.table import NATIVE
 
@@ -99,8 +100,11 @@ def write_fidelity(results: FidelityResults, path: str | os.PathLike[str]) -> No
 PredictFn = Callable[[str, str, int, int, dict[str, Any]], float]
 
 
-def simulated_name(network: str, on_topology: bool, drops: bool = True) -> str:
-    return f"simulate:{network}" + ("" if not on_topology else "@topology" if drops else "@topology-nodrop")
+def simulated_name(network: str, on_topology: bool, drops: bool = True, third: bool = False) -> str:
+    """``simulate:NAME``, with ``@topology`` (``-nodrop`` without the drop rule; ``-third``: the third
+    of back-to-back calls, :func:`colltune.sim.calls.last_call`)."""
+    suffix = "" if not on_topology else "@topology" if drops else "@topology-nodrop"
+    return f"simulate:{network}{suffix}" + ("-third" if third else "")
 
 
 def default_predictor(profile: Profile, procs: int) -> str:
@@ -115,16 +119,21 @@ def predictors(profile: Profile, topology: Topology | None = None) -> dict[str, 
     it has (``simulate:NAME``), each endpoint model again carried over ``topology``
     (``simulate:NAME@topology``) and, if its switch ports have finite queues, over the same
     topology with unlimited ones (``simulate:NAME@topology-nodrop``: no drop rule), and each
-    analytic model (``model:NAME``)."""
+    analytic model (``model:NAME``); and each endpoint model over ``topology`` again, priced as the
+    third of three calls made back to back after a barrier each (``simulate:NAME@topology-third``,
+    :func:`colltune.sim.calls.last_call`: how the benchmark times a case)."""
     out: dict[str, PredictFn] = {}
     unlimited = None if topology is None else topology.model_copy(
         update={"nodes": tuple(n.model_copy(update={"buffer": None}) for n in topology.nodes)})
 
-    def simulated(network: str, params: ParamSet, topo: Topology | None) -> PredictFn:
+    def simulated(network: str, params: ParamSet, topo: Topology | None, calls: int = 1) -> PredictFn:
         def fn(collective: str, algorithm: str, procs: int, size: int, algparams: dict[str, Any]) -> float:
             schedule = REGISTRY.get(collective, algorithm).schedule(procs, 0, size, **algparams)
             try:
-                return simulate(schedule, network, params, topology=topo).total
+                if calls == 1:
+                    return simulate(schedule, network, params, topology=topo).total
+                barrier = REGISTRY.get("barrier", "dissemination").schedule(procs, 0, 0)
+                return last_call(schedule, barrier, network, params, calls=calls, topology=topo)
             except ColltuneError as exc:
                 raise Unavailable(str(exc)) from None
         return fn
@@ -141,6 +150,7 @@ def predictors(profile: Profile, topology: Topology | None = None) -> dict[str, 
         out[simulated_name(net.name, False)] = simulated(net.name, params, None)
         if topology is not None and not net.own_topology:
             out[simulated_name(net.name, True)] = simulated(net.name, params, topology)
+            out[simulated_name(net.name, True, third=True)] = simulated(net.name, params, topology, calls=3)
             if unlimited != topology:
                 out[simulated_name(net.name, True, drops=False)] = simulated(net.name, params, unlimited)
     for model in MODELS:
