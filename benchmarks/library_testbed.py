@@ -66,29 +66,23 @@ COLLECTIVES = ("bcast", "scatter", "gather", "allgather", "alltoall", "reduce", 
 def colltune(*args: str, timeout: float = 3600, env: dict[str, str] | None = None, log: Path | None = None) -> str:
     """Run ``colltune ARGS``; its standard error (the progress lines) goes to ``log`` if given, each
     line after the seconds since the start at which it came (where the time of a tune goes)."""
-    if log is None:
-        res = subprocess.run([sys.executable, "-m", "colltune", *args], capture_output=True, text=True,
-                             timeout=timeout, check=False, env=env)
-        stdout, stderr, code = res.stdout, res.stderr, res.returncode
-    else:
-        start = time.perf_counter()
-        with tempfile.TemporaryFile("w+") as out, log.open("w") as kept, subprocess.Popen(
-                [sys.executable, "-m", "colltune", *args], stdout=out, stderr=subprocess.PIPE, text=True,
-                env=env) as proc:
-            lines = []
-            assert proc.stderr is not None
-            watchdog = threading.Timer(timeout, proc.kill)  # as subprocess.run's timeout, while we read
-            watchdog.start()
-            try:
-                for line in proc.stderr:
-                    lines.append(line)
-                    kept.write(f"{time.perf_counter() - start:8.2f} {line}")
-                    kept.flush()
-                code = proc.wait()
-            finally:
-                watchdog.cancel()
-            out.seek(0)
-            stdout, stderr = out.read(), "".join(lines)
+    start = time.perf_counter()
+    with tempfile.TemporaryFile("w+") as out, subprocess.Popen(
+            [sys.executable, "-m", "colltune", *args], stdout=out, stderr=subprocess.PIPE, text=True,
+            env=env) as proc:
+        assert proc.stderr is not None
+        watchdog = threading.Timer(timeout, proc.kill)  # as subprocess.run's timeout, while we read
+        watchdog.start()
+        try:
+            lines = [(time.perf_counter() - start, line) for line in proc.stderr]  # each timed as it comes
+        finally:
+            watchdog.cancel()
+        code = proc.wait()
+        out.seek(0)
+        stdout = out.read()
+    if log is not None:
+        log.write_text("".join(f"{t:8.2f} {line}" for t, line in lines))
+    stderr = "".join(line for _, line in lines)
     if code != 0:
         sys.exit(f"colltune {' '.join(args)} failed:\n{stderr[-3000:]}")
     return stdout

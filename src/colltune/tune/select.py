@@ -277,11 +277,10 @@ class Tuner:
         key = (ch, size)
         if key not in self._checks:
             first = self.time(choice(NATIVE, {}), size)
-            times = 2 if self._settles(size) else 1
-            if times == 2 and self.time(ch, size) * SURE_LEAD <= first:
-                self._checks[key] = True
-                return True
-            wins = int(self.time(ch, size) * (1 + self.tolerance) < first)
+            settles = self._settles(size)
+            times = 2 if settles else 1
+            sure = settles and self.time(ch, size) * SURE_LEAD <= first
+            wins = 2 if sure else int(self.time(ch, size) * (1 + self.tolerance) < first)
             for left in (2, 1):
                 if wins == 2 or wins + left < 2:
                     break
