@@ -1,7 +1,8 @@
 """How well colltune's predictions hold on the emulated cluster (needs root): issue #18's fidelity benchmark.
 
 Run: ``python benchmarks/fidelity_testbed.py [--shapes star,tree:2] [--hosts 8] [--link 100Mbit] [--tcp cubic]
-[--sizes 4KiB,64KiB,512KiB] [--probe default] [--reps 5] [--warmup 2] [--rounds 3] [--keep DIR] [--plot FILE]
+[--sizes 4KiB,64KiB,512KiB] [--probe default] [--reps 5] [--fill 0.05] [--warmup 2] [--rounds 3] [--keep DIR]
+[--plot FILE]
 [--testbed NAME]``;
 ``--repredict DIR`` predicts the times kept in DIR again with the installed colltune (no root needed).
 
@@ -12,7 +13,8 @@ uplinks: two hosts of ``--link`` share one uplink of ``--link``), then:
    colltune probe --topology FILE`` with the testbed's topology file, timed);
 2. times every registered algorithm of every collective (with its default parameters) and
    ``native`` at each size, root 0, in one MPI job: a plan built once, ``--warmup`` runs, then
-   ``--reps`` runs each started after a barrier, the slowest rank's time per run, the median;
+   ``--reps`` runs (more for a short call, to fill ``--fill`` seconds: :data:`FILL_FACTOR`) each
+   started after a barrier, the slowest rank's time per run, the median;
    every case once per round, over ``--rounds`` rounds (after the first in a shuffled order, so
    that no case always follows the same one), and the median of the rounds;
 3. predicts each case with every predictor the profile supports (each network model of the
@@ -44,6 +46,11 @@ import time
 from pathlib import Path
 
 COLLECTIVES = ("bcast", "scatter", "gather", "allgather", "alltoall", "reduce", "allreduce", "barrier")
+#: At most this many times ``--reps`` runs per round, for a call short enough that ``--reps`` runs
+#: fill less than ``--fill`` seconds.  With 5 runs per round the barriers' round medians (0.2-0.3 ms
+#: calls) spread over 0.18-0.59 ms on both shapes (the runs of 2026-11-26), and which barrier was
+#: measured best changed from run to run; 100 runs of 0.2 ms fill 20 ms.
+FILL_FACTOR = 20
 
 
 def colltune(*args: str, timeout: float = 7200, progress: bool = False) -> str:
@@ -72,7 +79,8 @@ def round_order(cases: int, rnd: int) -> list[int]:
     return order
 
 
-def time_job(out: str, collectives: list[str], sizes: list[int], reps: int, warmup: int, rounds: int) -> None:
+def time_job(out: str, collectives: list[str], sizes: list[int], reps: int, warmup: int, rounds: int,
+             fill: float = 0.0) -> None:
     """Under mpiexec: time every case in each of ``rounds`` rounds (:func:`round_order`); rank 0
     writes them as JSON to ``out``, each case's median the median of its rounds' and its quartiles
     the extremes of theirs, so that a disturbance during one round does not make the figure, and
@@ -95,7 +103,8 @@ def time_job(out: str, collectives: list[str], sizes: list[int], reps: int, warm
     for rnd in range(rounds):
         for place, i in enumerate(round_order(len(plan), rnd)):
             coll, size, name, params = plan[i]
-            t = time_collective(comm, coll, name, size, params, reps, warmup, rest=REST)
+            t = time_collective(comm, coll, name, size, params, reps, warmup, rest=REST, fill=fill,
+                                fill_factor=FILL_FACTOR)
             timings[i].append(t)
             places[i].append(place)
             if me == 0:
@@ -141,7 +150,8 @@ def run_shape(shape: str, args: argparse.Namespace, d: Path) -> Path:
         print(f"[{shape}] probe took {probe_s:.0f} s; timing every algorithm ...", flush=True)
         colltune("testbed", "run", "--name", args.testbed, "--", sys.executable, __file__, "--time-job",
                  str(d / f"times-{tag(shape)}.json"), "--collectives", args.collectives, "--sizes", args.sizes,
-                 "--reps", str(args.reps), "--warmup", str(args.warmup), "--rounds", str(args.rounds), progress=True)
+                 "--reps", str(args.reps), "--fill", str(args.fill), "--warmup", str(args.warmup), "--rounds",
+                 str(args.rounds), progress=True)
     finally:
         subprocess.run([sys.executable, "-m", "colltune", "testbed", "down", "--name", args.testbed], check=False)
     return predict_shape(shape, args, d, probe_s)
@@ -163,7 +173,8 @@ def predict_shape(shape: str, args: argparse.Namespace, d: Path, probe_s: float 
     cases = [FidelityCase(**{k: v for k, v in c.items() if k in FidelityCase.model_fields}) for c in timed["cases"]]
     print(f"[{shape}] predicting {len(cases)} cases ...", flush=True)
     cases = predict_cases(cases, timed["procs"], predictors(profile, topology))
-    how = f"sizes {args.sizes}, {args.reps} runs after {args.warmup} warm-ups, root 0, median of {args.rounds} rounds"
+    how = (f"sizes {args.sizes}, {args.reps} runs (up to {FILL_FACTOR}x to fill {args.fill} s) after {args.warmup} "
+           f"warm-ups, root 0, median of {args.rounds} rounds")
     prov = profile.provenance.model_copy(update={"source": "benchmarks/fidelity_testbed.py", "notes": (how,)})
     results = FidelityResults(network=f"{shape} {args.hosts} hosts {args.link}", procs=timed["procs"],
                               profile=str(d / f"profile-{tag(shape)}.json"),
@@ -216,6 +227,9 @@ def main() -> None:
     parser.add_argument("--sizes", default="4KiB,64KiB,512KiB")
     parser.add_argument("--probe", default="default", choices=["quick", "default", "thorough"])
     parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--fill", type=float, default=0.05,
+                        help="seconds of runs per round that a short call's runs fill at least (up to "
+                             f"{FILL_FACTOR}x --reps)")
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3, help="time every case in this many rounds (median)")
     parser.add_argument("--keep", help="keep the profiles, topologies, times and results in this directory")
@@ -229,7 +243,7 @@ def main() -> None:
 
     sizes = [parse_bytes(s) for s in args.sizes.split(",")]
     if args.time_job:
-        time_job(args.time_job, args.collectives.split(","), sizes, args.reps, args.warmup, args.rounds)
+        time_job(args.time_job, args.collectives.split(","), sizes, args.reps, args.warmup, args.rounds, args.fill)
         return
     if args.report:
         for path in args.report:

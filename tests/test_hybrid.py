@@ -392,7 +392,8 @@ def test_a_cheap_candidate_is_timed_within_the_square_of_the_margin() -> None:
 
 def test_cheap_calls_are_repeated_to_fill_the_timing_and_a_budget_still_cuts():
     """A timing with ``fill`` repeats a call that takes far less than ``fill`` FILL_FACTOR times the
-    repetitions asked for; without it, or with a budget too small, the repetitions are as before."""
+    repetitions asked for (``fill_factor`` times with it, also without a budget); without it, or
+    with a budget too small, the repetitions are as before."""
     from mpi4py import MPI
 
     from colltune.tune.measure import FILL_FACTOR, MIN_REPS, time_collective
@@ -402,7 +403,10 @@ def test_cheap_calls_are_repeated_to_fill_the_timing_and_a_budget_still_cuts():
 
     assert reps(budget=10.0, fill=1.0) == FILL_FACTOR * 6
     assert reps(budget=10.0) == reps(budget=10.0, fill=0.0) == 6
-    assert reps() == reps(fill=1.0) == 6  # fill goes with a budget
+    assert reps() == 6
+    assert reps(fill=1.0) == FILL_FACTOR * 6
+    assert reps(fill=1.0, fill_factor=50) == 300
+    assert reps(fill=1.0, fill_factor=1) == 6
     assert reps(budget=1e-12, fill=1.0) == MIN_REPS
 
 

@@ -110,15 +110,15 @@ TUNE_REST = 0.01
 
 def time_collective(comm: MPI.Comm, collective: str, algorithm: str, size: int, params: dict[str, Any],
                     reps: int, warmup: int, budget: float | None = None, fill: float = 0.0,
-                    rest: float = 0.0) -> Timing:
+                    rest: float = 0.0, fill_factor: int = FILL_FACTOR) -> Timing:
     """Time one collective call (collective: every rank of ``comm`` calls it with the same arguments).
 
-    With ``budget`` (seconds), the first warm-up run is timed (slowest rank) and the others are
-    skipped if they would take more than a tenth of the budget, and the repetitions are cut to
-    what fits in the budget, but not below :data:`MIN_REPS`; with ``fill`` (seconds, with a budget
-    only) they are raised to what fills ``fill``, but not above :data:`FILL_FACTOR` times ``reps``.
-    With ``rest`` (seconds), every rank sleeps that long between two barriers once the plan is
-    built, before the first warm-up run (:data:`REST`)."""
+    With ``budget`` or ``fill`` (seconds), the first warm-up run is timed (slowest rank).  With
+    ``budget``, the other warm-up runs are skipped if they would take more than a tenth of the
+    budget, and the repetitions are cut to what fits in the budget, but not below
+    :data:`MIN_REPS`; with ``fill`` they are first raised to what fills ``fill``, but not above
+    ``fill_factor`` times ``reps``.  With ``rest`` (seconds), every rank sleeps that long between
+    two barriers once the plan is built, before the first warm-up run (:data:`REST`)."""
     procs, me = comm.Get_size(), comm.Get_rank()
     op = "sum" if get_collective(collective).reduces else None
     with plan(collective, *_buffers(collective, procs, me, size), comm=comm, algorithm=algorithm, op=op,
@@ -128,17 +128,18 @@ def time_collective(comm: MPI.Comm, collective: str, algorithm: str, size: int, 
             time.sleep(rest)
             comm.Barrier()
         for i in range(warmup):
-            if budget is None or i > 0:
+            if (budget is None and fill <= 0) or i > 0:
                 p.run()
                 continue
             comm.Barrier()
             t0 = MPI.Wtime()
             p.run()
-            first = comm.allreduce(MPI.Wtime() - t0, op=MPI.MAX)
-            wanted = max(reps, min(FILL_FACTOR * reps, int(fill / max(first, 1e-9))))
-            reps = min(wanted, max(MIN_REPS, int(budget / max(first, 1e-9))))
-            if first * warmup > budget / 10:
-                break
+            first = max(comm.allreduce(MPI.Wtime() - t0, op=MPI.MAX), 1e-9)
+            reps = max(reps, min(fill_factor * reps, int(fill / first)))
+            if budget is not None:
+                reps = min(reps, max(MIN_REPS, int(budget / first)))
+                if first * warmup > budget / 10:
+                    break
         mine = np.empty(reps)
         for i in range(reps):
             comm.Barrier()
