@@ -151,10 +151,11 @@ def test_the_papers_claims_name_registered_algorithms():
 
 
 def test_the_default_predictor_is_over_the_profiles_topology_where_it_applies():
+    """Over the topology it prices the third of back-to-back calls, as the tuner does."""
     profile = load_profile("builtin:ethernet-10g-tcp").model_copy(update={"default_network": "plogp"})
     assert default_predictor(profile, 4) == "simulate:plogp"
     over = profile.model_copy(update={"topology": star(4, 1e9)})
-    assert default_predictor(over, 4) == "simulate:plogp@topology"
+    assert default_predictor(over, 4) == "simulate:plogp@topology-third"
     assert default_predictor(over, 5) == "simulate:plogp"  # the topology has no fifth host
 
 

@@ -828,6 +828,27 @@ def test_cli_simulate_with_buffers_reports_retransmissions():
     assert close(json.loads(lossy.output)["total"], json.loads(clean.output)["total"] + 0.26)
 
 
+def test_cli_simulate_over_a_topology_also_gives_the_call_the_tuner_prices():
+    """Over a topology the JSON has the third of back-to-back calls (what ``tune`` prices), the
+    text says it; without one it is null."""
+    from colltune.algorithms import REGISTRY
+    from colltune.models.params import Hockney
+    from colltune.sim import star
+    from colltune.sim.calls import steady_call
+
+    args = ["simulate", "-m", "hockney", "--set", "alpha=1e-5", "--set", "beta=0", "-c", "allgather", "-a", "ring",
+            "-p", "4", "-s", "64KiB"]
+    runner = CliRunner()
+    over = runner.invoke(main, [*args, "--topology", "star:1.25e7", "--json"])
+    alone = runner.invoke(main, [*args, "--json"])
+    assert over.exit_code == 0 and alone.exit_code == 0, over.output + alone.output
+    want = steady_call(REGISTRY.get("allgather", "ring").schedule(4, 0, 65536), "hockney",
+                       Hockney(alpha=1e-5, beta=0.0), topology=star(4, 1.25e7))
+    assert json.loads(over.output)["steady_call"] == pytest.approx(want) and json.loads(alone.output)["steady_call"] is None
+    text = runner.invoke(main, [*args, "--topology", "star:1.25e7"])
+    assert "what tune prices" in text.output
+
+
 @pytest.mark.parametrize("args,message", [
     (["simulate", "-c", "bcast", "-a", "chain", "-p", "4", "-s", "10"], "give --profile, or --model"),
     (["simulate", "-m", "loggops", "--set", "L=1", "-c", "bcast", "-a", "chain", "-p", "4", "-s", "10"],

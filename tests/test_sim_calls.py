@@ -12,7 +12,7 @@ from colltune.profiles import load_profile
 from colltune.report.fidelity import predictors
 from colltune.schedule import Buf, Kind, Region, ScheduleBuilder
 from colltune.sim import simulate, star
-from colltune.sim.calls import TAG_STRIDE, last_call, repeated
+from colltune.sim.calls import STEADY_CALLS, TAG_STRIDE, last_call, repeated, steady_call
 
 FREE = Postal(lam=0.0, step=0.0)
 #: Links of 1 unit/s; a flow into a host that sends keeps 0.5 of it at a run of 2 units, all of it at 8.
@@ -99,3 +99,30 @@ def test_the_fidelity_benchmark_prices_the_third_call_over_the_topology():
     third = fns["simulate:plogp@topology-third"]("bcast", "binomial_tree", 4, 65536, {})
     first = fns["simulate:plogp@topology"]("bcast", "binomial_tree", 4, 65536, {})
     assert third > 0 and third == pytest.approx(first, rel=0.5)
+
+
+def test_the_steady_call_is_the_third_over_a_topology_and_the_only_one_without():
+    call = exchange()
+    assert steady_call(call, "postal", FREE, topology=TOPOLOGY) == pytest.approx(
+        last_call(call, barrier(2), "postal", FREE, calls=STEADY_CALLS, topology=TOPOLOGY))
+    assert STEADY_CALLS == 3 and steady_call(call, "postal", FREE, topology=TOPOLOGY) < 4.0  # the run went on
+    params = Postal(lam=2.0, step=0.5)
+    assert steady_call(call, "postal", params) == pytest.approx(simulate(call, "postal", params).total)
+
+
+def test_the_tuner_and_the_probes_check_price_the_steady_call():
+    """The simulate pricer and the check that chooses the profile's network model price a case
+    over a topology as the third of back-to-back calls, as the benchmarks time it."""
+    from colltune.probe.run import choose_network
+    from colltune.tune.select import SimPricer
+
+    profile = load_profile("builtin:ethernet-10g-tcp")
+    topology = star(4, 1.25e7).model_copy(update={"duplex": ((65536.0, 0.5), (1048576.0, 1.0))})
+    schedule = REGISTRY.get("allgather", "ring").schedule(4, 0, 65536)
+    steady = steady_call(schedule, "hockney", profile.models.hockney, topology=topology)
+    cold = simulate(schedule, "hockney", profile.models.hockney, topology=topology).total
+    assert steady < cold  # the ring's streams run on from the calls before
+    priced, _ = SimPricer(profile.models.hockney, "hockney", topology).price("allgather", "ring", 4, 65536, {})
+    assert priced == pytest.approx(steady)
+    _, errors = choose_network(profile.models, 4, [("allgather", "ring", 65536)], [steady], topology)
+    assert errors["hockney"] == pytest.approx(0.0, abs=1e-12)

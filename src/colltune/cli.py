@@ -44,6 +44,8 @@ from colltune.sim import (
     star,
     two_level,
 )
+from colltune.sim import calls as sim_calls
+from colltune.sim.calls import steady_call
 from colltune.sim.goal import goal_lines, read_goal, write_goal
 from colltune.sim.network import on_topology, topology_for
 from colltune.sim.trace import write_trace
@@ -399,6 +401,9 @@ def simulate_cmd(profile_spec: str | None, model: str | None, sets: tuple[str, .
                 raise click.BadParameter(f"{buffer!r}: a buffer holds at least one byte", param_hint="--buffer")
             topology = topology.with_buffer(room)
         result = simulate(schedule, network, values, topology=topology, sharing=sharing)  # type: ignore[arg-type]
+        # what the tuner prices over a topology: the third of back-to-back calls (streams run on)
+        steady = None if topology is None or goal_file is not None else steady_call(
+            schedule, network, values, topology=topology, sharing=sharing)  # type: ignore[arg-type]
         if trace_file:
             write_trace(trace_file, schedule, result)
     except ColltuneError as exc:
@@ -411,7 +416,7 @@ def simulate_cmd(profile_spec: str | None, model: str | None, sets: tuple[str, .
     if as_json:
         click.echo(json.dumps({"profile": profile.name if profile else None, "time_unit": unit, **what,
                                "topology": topology.name if topology is not None else None,
-                               **result.as_dict()}, indent=2))
+                               "steady_call": steady, **result.as_dict()}, indent=2))
         return
     shown = format_seconds(result.total) if unit == "s" else f"{result.total:.6g} units"
     origin = profile.name if profile else "--set"
@@ -419,6 +424,9 @@ def simulate_cmd(profile_spec: str | None, model: str | None, sets: tuple[str, .
     over = "" if topology is None else f" over topology {topology.name}"
     con = console()
     con.print(f"{title} on {network}{over} ({origin}): [bold]{shown}[/bold]")
+    if steady is not None:
+        con.print("the third of calls made back to back, each after a barrier (what tune prices): "
+                  + (format_seconds(steady) if unit == "s" else f"{steady:.6g} units"))
     con.print(f"{result.messages} messages, {result.events} events"
               + (f", {int(result.rto.sum())} retransmission timeouts" if result.rto.any() else ""))
     if trace_file:
@@ -744,6 +752,8 @@ def networks_markdown() -> str:
               inspect.getdoc(Topology.trunk_duplex_factor) or "", ""]
     lines += ["## Hosts that share processor cores (`cores` and `message_cpu` in a topology file)", "",
               inspect.getdoc(Topology.message_cpu_of) or "", ""]
+    lines += ["## Calls made back to back (what `tune` prices over a topology)", "",
+              inspect.cleandoc(sim_calls.__doc__ or ""), ""]
     lines += ["## Finite switch buffers (`--buffer BYTES`, or `buffer` in a topology file)", "",
               inspect.cleandoc(drops.__doc__ or ""), ""]
     return "\n".join(lines).rstrip() + "\n"

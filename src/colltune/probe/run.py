@@ -77,7 +77,8 @@ from colltune.probe.measure import Meter
 from colltune.probe.stats import derived, series, summarise
 from colltune.probe.trunks import trunk_distance, trunk_shift_time
 from colltune.profiles.format import Fit, Models, Profile, Provenance, Series
-from colltune.sim import NETWORKS, Topology, simulate, topology_for
+from colltune.sim import NETWORKS, Topology, topology_for
+from colltune.sim.calls import steady_call
 from colltune.tune.measure import REST, Timing, time_collective
 
 KiB = 1024
@@ -174,8 +175,8 @@ def discriminating_cases(models: Models, procs: int, errors: dict[str, float], s
                 continue  # a barrier moves no blocks
             try:
                 schedule = alg.schedule(procs, 0, size)
-                t = [simulate(schedule, net, getattr(models, NETWORKS[net].params),
-                              topology=topology_for(topology, net, procs)).total for net in (a, b)]
+                t = [steady_call(schedule, net, getattr(models, NETWORKS[net].params),
+                                 topology=topology_for(topology, net, procs)) for net in (a, b)]
             except ColltuneError:
                 continue  # needs parameters, or not on this many ranks
             scored.append((-abs(float(np.log(t[0] / t[1]))) if min(t) > 0 else 0.0, case))
@@ -651,7 +652,9 @@ def choose_network(models: Models, procs: int, cases: Sequence[tuple[str, str, i
     """The simulator's network model whose predictions of ``cases`` (collective, algorithm, block
     size in bytes) at ``procs`` ranks come closest to ``measured`` (seconds, in the same order), by
     :func:`check_error`, and that error for every network model ``models`` can price; each
-    endpoint model is carried over ``topology`` if given (:func:`colltune.sim.topology_for`)."""
+    endpoint model is carried over ``topology`` if given (:func:`colltune.sim.topology_for`), and
+    there priced as the third of calls made back to back, as the check times them and the tuner
+    prices them (:func:`colltune.sim.calls.steady_call`)."""
     errors = {}
     for net in NETWORKS.values():
         params = getattr(models, net.params, None)
@@ -659,8 +662,8 @@ def choose_network(models: Models, procs: int, cases: Sequence[tuple[str, str, i
             continue
         try:
             topo = topology_for(topology, net.name, procs)
-            predicted = [simulate(REGISTRY.get(coll, alg).schedule(procs, 0, size), net.name, params,
-                                  topology=topo).total for coll, alg, size in cases]
+            predicted = [steady_call(REGISTRY.get(coll, alg).schedule(procs, 0, size), net.name, params,
+                                     topology=topo) for coll, alg, size in cases]
         except ColltuneError:
             continue
         errors[net.name] = check_error(predicted, measured)

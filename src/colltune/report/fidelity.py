@@ -39,7 +39,7 @@ from colltune.models.params import MODELS, ParamSet
 from colltune.profiles.format import Profile, Provenance
 from colltune.report.figure import pyplot
 from colltune.sim import NETWORKS, Topology, profile_network, simulate, topology_for
-from colltune.sim.calls import last_call
+from colltune.sim.calls import steady_call
 from colltune.tune.native import native_equivalent
 from colltune.tune.table import NATIVE
 
@@ -102,16 +102,19 @@ PredictFn = Callable[[str, str, int, int, dict[str, Any]], float]
 
 def simulated_name(network: str, on_topology: bool, drops: bool = True, third: bool = False) -> str:
     """``simulate:NAME``, with ``@topology`` (``-nodrop`` without the drop rule; ``-third``: the third
-    of back-to-back calls, :func:`colltune.sim.calls.last_call`)."""
+    of back-to-back calls, :func:`colltune.sim.calls.steady_call`)."""
     suffix = "" if not on_topology else "@topology" if drops else "@topology-nodrop"
     return f"simulate:{network}{suffix}" + ("-third" if third else "")
 
 
 def default_predictor(profile: Profile, procs: int) -> str:
-    """The predictor of ``profile``'s default network model at ``procs`` ranks: over the profile's
-    topology where it carries that model (:func:`colltune.sim.topology_for`)."""
+    """The predictor of ``profile``'s default network model at ``procs`` ranks, as the tuner
+    prices it: over the profile's topology where it carries that model
+    (:func:`colltune.sim.topology_for`), and there the third of calls made back to back
+    (:func:`colltune.sim.calls.steady_call`)."""
     network = profile_network(profile)
-    return simulated_name(network, topology_for(profile.topology, network, procs) is not None)
+    carried = topology_for(profile.topology, network, procs) is not None
+    return simulated_name(network, carried, third=carried)
 
 
 def predictors(profile: Profile, topology: Topology | None = None) -> dict[str, PredictFn]:
@@ -121,19 +124,19 @@ def predictors(profile: Profile, topology: Topology | None = None) -> dict[str, 
     topology with unlimited ones (``simulate:NAME@topology-nodrop``: no drop rule), and each
     analytic model (``model:NAME``); and each endpoint model over ``topology`` again, priced as the
     third of three calls made back to back after a barrier each (``simulate:NAME@topology-third``,
-    :func:`colltune.sim.calls.last_call`: how the benchmark times a case)."""
+    :func:`colltune.sim.calls.steady_call`: how the benchmark times a case and the tuner prices
+    it; the profile's default network model priced so is the :func:`default_predictor`)."""
     out: dict[str, PredictFn] = {}
     unlimited = None if topology is None else topology.model_copy(
         update={"nodes": tuple(n.model_copy(update={"buffer": None}) for n in topology.nodes)})
 
-    def simulated(network: str, params: ParamSet, topo: Topology | None, calls: int = 1) -> PredictFn:
+    def simulated(network: str, params: ParamSet, topo: Topology | None, steady: bool = False) -> PredictFn:
         def fn(collective: str, algorithm: str, procs: int, size: int, algparams: dict[str, Any]) -> float:
             schedule = REGISTRY.get(collective, algorithm).schedule(procs, 0, size, **algparams)
             try:
-                if calls == 1:
-                    return simulate(schedule, network, params, topology=topo).total
-                barrier = REGISTRY.get("barrier", "dissemination").schedule(procs, 0, 0)
-                return last_call(schedule, barrier, network, params, calls=calls, topology=topo)
+                if steady:
+                    return steady_call(schedule, network, params, topology=topo)
+                return simulate(schedule, network, params, topology=topo).total
             except ColltuneError as exc:
                 raise Unavailable(str(exc)) from None
         return fn
@@ -150,7 +153,7 @@ def predictors(profile: Profile, topology: Topology | None = None) -> dict[str, 
         out[simulated_name(net.name, False)] = simulated(net.name, params, None)
         if topology is not None and not net.own_topology:
             out[simulated_name(net.name, True)] = simulated(net.name, params, topology)
-            out[simulated_name(net.name, True, third=True)] = simulated(net.name, params, topology, calls=3)
+            out[simulated_name(net.name, True, third=True)] = simulated(net.name, params, topology, steady=True)
             if unlimited != topology:
                 out[simulated_name(net.name, True, drops=False)] = simulated(net.name, params, unlimited)
     for model in MODELS:

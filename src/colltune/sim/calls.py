@@ -10,16 +10,21 @@ and a link's token bucket refills only while it is idle.  :func:`last_call` buil
 done, and prices the last one as those benchmarks time it: each rank from its exit of the barrier
 before the call to the completion of its last op of the call, the slowest rank.
 
-On the fidelity benchmark's kept times of 2026-11-26 (docs/fidelity.md, "Tried on 2026-11-26 (late
-evening)"), the third call took the star's 90th-percentile error under 25 % with ``plogp`` and
-``hockney`` over the topology and moved the predicted-best cells by one either way; the fidelity
-benchmark reports it as its own predictor (``@topology-third``) and nothing else uses it yet.
+Where a network is carried over a topology, what colltune prices is that third call
+(:func:`steady_call`): the tuner (:class:`colltune.tune.select.SimPricer`), the probe's check that
+chooses the profile's network model, and the fidelity benchmark's default predictor
+(``simulate:NAME@topology-third``).  Over the three fidelity runs of 2026-11-26 that printed both
+(docs/fidelity.md, "The third call"), ``hockney`` over the topology priced so had regrets of 1.027,
+1.029 and 1.015 on the star against 1.051, 1.036 and 1.034 for one cold call, the same cells or more
+in every run and a lower median error in every run; on tree:2 within 0.003 of it.  Without a
+topology the endpoint models keep nothing from one call to the next, and a single call is priced.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from colltune.algorithms import REGISTRY
 from colltune.errors import ScheduleError
 from colltune.models.params import ParamSet
 from colltune.schedule import Kind, Schedule
@@ -30,6 +35,9 @@ from colltune.sim.topology import Topology
 #: The tags of piece ``k`` of a repeated schedule (a call or a barrier) are its own plus ``k`` times
 #: this, so that no message of one piece can match a receive of another.
 TAG_STRIDE = 1 << 20
+#: The call :func:`steady_call` prices over a topology: the third, the first whose streams and token
+#: buckets come from two calls before it as the benchmarks' timed calls do (after two warm-up calls).
+STEADY_CALLS = 3
 
 
 def repeated(call: Schedule, barrier: Schedule, calls: int) -> tuple[Schedule, list[np.ndarray]]:
@@ -105,4 +113,16 @@ def last_call(call: Schedule, barrier: Schedule, network: str, params: ParamSet,
     return slowest
 
 
-__all__ = ["TAG_STRIDE", "last_call", "repeated"]
+def steady_call(call: Schedule, network: str, params: ParamSet, *, topology: Topology | None = None,
+                sharing: Sharing = "equal") -> float:
+    """Seconds (or the profile's unit): ``call`` as a program that makes it over and over meets it,
+    and as a benchmark times it (see the module docstring): over ``topology``, the last of
+    :data:`STEADY_CALLS` calls, each after a dissemination barrier (MPICH's barrier, which the
+    benchmarks call between two calls); without one, the single call's total."""
+    if topology is None:
+        return simulate(call, network, params, sharing=sharing).total
+    barrier = REGISTRY.get("barrier", "dissemination").schedule(call.procs, 0, 0)
+    return last_call(call, barrier, network, params, calls=STEADY_CALLS, topology=topology, sharing=sharing)
+
+
+__all__ = ["STEADY_CALLS", "TAG_STRIDE", "last_call", "repeated", "steady_call"]

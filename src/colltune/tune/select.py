@@ -33,7 +33,8 @@ from colltune.errors import ColltuneError, ParameterError
 from colltune.models import Unavailable, predict
 from colltune.models.params import ParamSet
 from colltune.profiles.format import Provenance
-from colltune.sim import Topology, simulate, topology_for
+from colltune.sim import Topology, topology_for
+from colltune.sim.calls import steady_call
 from colltune.tune.native import native_equivalent
 from colltune.tune.table import NATIVE, Block, Candidate, DecisionTable, Method, Rule, Sample
 
@@ -98,7 +99,8 @@ class ModelPricer:
 @dataclass
 class SimPricer:
     """Prices by simulating the schedule on the network model ``network`` (:mod:`colltune.sim`),
-    carried over ``topology`` (its first P ranks) where it places at least P ranks."""
+    carried over ``topology`` (its first P ranks) where it places at least P ranks, and there as
+    the third of calls made back to back (:func:`colltune.sim.calls.steady_call`)."""
 
     params: ParamSet
     network: str
@@ -115,7 +117,7 @@ class SimPricer:
             raise Unavailable(str(exc)) from None
         try:
             topo = topology_for(self.topology, self.network, procs)
-            total = simulate(schedule, self.network, self.params, topology=topo).total
+            total = steady_call(schedule, self.network, self.params, topology=topo)
         except ColltuneError as exc:
             raise Unavailable(f"{collective}/{algorithm}: {exc}") from None
         return total, dict(schedule.meta["params"])
