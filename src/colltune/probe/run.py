@@ -116,9 +116,14 @@ class Plan:
         return [max(2, min(self.train, self.train_bytes // max(s, 1))) for s in self.sizes]
 
 
-#: The default mode measures g(m) up to 1 MiB in about a minute on 8 hosts at 100 Mbit/s (55 s
-#: and 64 s on the star and tree:2 testbeds, its check included): half a second per measured
-#: point, and trains of at most 1 MiB.
+#: The default mode measures g(m) up to 1 MiB in about a minute on 8 hosts at 100 Mbit/s (64 s
+#: and 74 s on the star and tree:2 testbeds on 2026-11-26, incast and check included): half a
+#: second per measured point, and trains of at most 1 MiB.  Its duplex table goes on to 4 MiB, the
+#: longest run a stream has in the collectives it prices (the ring all-gather of 512 KiB blocks on
+#: 8 ranks carries 3.5 MiB per call over one connection, and a stream's run goes on from call to
+#: call): a table that ended at 1 MiB priced that ring like the direct all-gather, whose streams
+#: carry 512 KiB each, where the ring ran 1.13-1.21x faster (the fidelity runs of 2026-11-26); at
+#: 4 MiB the share read 0.98 in a fresh job and after incasts alike (docs/fidelity.md).
 PLANS = {
     "quick": Plan(reps=7, warmup=3, sizes=(0, 1, 256, 4 * KiB, 64 * KiB), packet_sizes=(1, 16, 40, 512, 1500),
                   train=8, tree_size=64 * KiB, tree_bursts=4, pings=5),
@@ -126,7 +131,7 @@ PLANS = {
                     packet_sizes=(1, 8, 16, 24, 32, 40, 64, 128, 256, 512, 1024, 1500), train=16,
                     tree_size=256 * KiB, tree_bursts=8, pings=10, train_bytes=1024 * KiB, budget=0.5,
                     check_sizes=(4 * KiB, 64 * KiB, 512 * KiB), incast_sizes=tuple(2 ** k * KiB for k in range(3, 10)),
-                    incast_reps=7, duplex_sizes=(64 * KiB, 256 * KiB, 1024 * KiB)),
+                    incast_reps=7, duplex_sizes=(64 * KiB, 256 * KiB, 1024 * KiB, 4096 * KiB)),
     "thorough": Plan(reps=50, warmup=5, sizes=(0, *(2 ** k for k in range(23))),
                      packet_sizes=(1, 4, 8, 16, 24, 32, 40, 64, 128, 256, 384, 512, 768, 1024, 1280, 1500),
                      train=32, tree_size=1024 * KiB, tree_bursts=8, pings=20, train_bytes=8192 * KiB, budget=5.0,
