@@ -211,7 +211,7 @@ class Topology(BaseModel):
         each message alone, both were predicted 1.43x.  A stream held
         back by another link (an oversubscribed uplink) keeps its rate: its window then covers the
         longer round trip.  ``colltune probe`` measures the table (``fit_duplex``): both shifts
-        above at 64 KiB, 256 KiB and 1 MiB, the time one way over the time both ways.  On the
+        above at 64 KiB, 256 KiB, 1 MiB and 4 MiB, the time one way over the time both ways.  On the
         fidelity benchmark of 2026-11-26 (its kept times predicted again without the table its
         probes measured), the table took the median error of ``plogp`` over the topology from
         10.3 % to 6.5 % on the star and from 13.4 % to 8.5 % on tree:2, and its 90th percentile
