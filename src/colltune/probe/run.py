@@ -116,9 +116,9 @@ class Plan:
         return [max(2, min(self.train, self.train_bytes // max(s, 1))) for s in self.sizes]
 
 
-#: The default mode measures g(m) up to 1 MiB in about a minute on 8 hosts at 100 Mbit/s (64 s
-#: and 74 s on the star and tree:2 testbeds on 2026-11-26, incast and check included): half a
-#: second per measured point, and trains of at most 1 MiB.  Its duplex table goes on to 4 MiB, the
+#: The default mode measures g(m) up to 1 MiB in a minute or so on 8 hosts at 100 Mbit/s (71 s
+#: and 86 s on the star and tree:2 testbeds on 2026-11-26, incast, duplex table and check
+#: included): half a second per measured point, and trains of at most 1 MiB.  Its duplex table goes on to 4 MiB, the
 #: longest run a stream has in the collectives it prices (the ring all-gather of 512 KiB blocks on
 #: 8 ranks carries 3.5 MiB per call over one connection, and a stream's run goes on from call to
 #: call): a table that ended at 1 MiB priced that ring like the direct all-gather, whose streams
