@@ -224,6 +224,18 @@ def test_where_a_call_is_long_a_rule_goes_on_through_a_lead_below_the_tolerance(
     assert winner_at_top(rising(0.02), settle_call=10.0) == NATIVE
 
 
+def test_where_a_call_is_long_a_rule_goes_on_where_its_choice_is_within_the_tolerance_of_the_best() -> None:
+    """a wins below and leads native by 10 % at 256 bytes, where b(1) is ahead of a by 1 %: a stays
+    (and is confirmed against native as the best would be); b(1) ahead by 6 % takes 256 bytes.
+    Where the call is short, b(1) takes it even by 1 %."""
+    def top(b_lead: float, settle_call: float = 0.5) -> str:
+        prices = {**rising(0.1), ("b", 1, 256): 4.0 / 1.1 / (1 + b_lead)}
+        return winner_at_top(prices, settle_call)
+    assert top(0.01) == "a"
+    assert top(0.06) == "b"
+    assert top(0.01, settle_call=10.0) == "b"
+
+
 def test_without_a_tolerance_the_fastest_wins_as_before() -> None:
     t = tuner({(NATIVE, 0): [1.0], ("a", 1): [0.99], ("a", 2): [2.0]}, 0.0)
     assert t.winner(64) == ("a", (("x", 1),))
@@ -342,13 +354,23 @@ def test_a_crossover_between_choices_within_the_tolerance_is_not_bisected() -> N
     assert set(pricer.asked) - set(GRID)
 
 
+@dataclass
+class LongLines(Lines):
+    """:class:`Lines` whose calls are all long (a ``settle_call`` of 0 s)."""
+
+    settle_call: float = 0.0
+
+
 @settings(max_examples=60)
-@given(st.lists(st.floats(0.1, 10), min_size=4, max_size=4), st.sampled_from([0.0, 0.01, 0.05, 0.2]))
-def test_every_size_gets_a_choice_within_the_tolerance_of_the_best(numbers: list[float], tolerance: float) -> None:
+@given(st.lists(st.floats(0.1, 10), min_size=4, max_size=4), st.sampled_from([0.0, 0.01, 0.05, 0.2]),
+       st.sampled_from([Lines, LongLines]))
+def test_every_size_gets_a_choice_within_the_tolerance_of_the_best(numbers: list[float], tolerance: float,
+                                                                   pricer: type[Lines]) -> None:
     """With two candidates whose times are linear in the size, the rules give every size from 0 to
-    the largest a choice within the tolerance of the faster, bisected or not."""
+    the largest a choice within the tolerance of the faster, bisected or not, and where calls are
+    long (a rule's choice going on within the tolerance) too."""
     cost = {"a": (numbers[0], numbers[1] / 100), "b": (numbers[2], numbers[3] / 100)}
-    rules = Tuner(Lines(cost), "bcast", 4, space=Space(("a", "b")), tolerance=tolerance).rules(GRID)
+    rules = Tuner(pricer(cost), "bcast", 4, space=Space(("a", "b")), tolerance=tolerance).rules(GRID)
     time = {name: (lambda s, c=c: c[0] + c[1] * s) for name, c in cost.items()}
     for size in range(GRID[-1] + 1):
         rule = next(r for r in rules if r.size_min <= size and (r.size_max is None or size <= r.size_max))
@@ -380,25 +402,28 @@ class SlowBySizeTable(BySizeTable):
 
 def test_a_candidate_timed_near_the_best_is_timed_again_unless_predicted_far_behind() -> None:
     """At 8 bytes a(1) and b(1) are predicted 2x the best (beyond 1.5, within 2.25) and c(1) 3x.
-    At 4 bytes a(1) and c(1) were timed within the margin of the best time, b(1) was not: of the
-    three, only a(1) is timed at 8 (c(1) is too far behind, b(1) measured far behind)."""
+    At 4 bytes a(1) and c(1) were timed within the margin of the best time (native's), b(1) was
+    not: of the three, only a(1) is timed at 8 (c(1) is too far behind, b(1) measured far behind).
+    Had c(1) been the fastest timed at 4 bytes, it would be timed at 8 whatever its prediction."""
     predicted = {**{(n, 1, 4): 1.0 for n in (NATIVE, "a", "b", "c")}, (NATIVE, 0, 4): 1.0, (NATIVE, 0, 8): 1.0,
                  ("a", 1, 8): 2.0, ("b", 1, 8): 2.0, ("c", 1, 8): 3.0}
-    measured = {(NATIVE, 0, 4): 1.0, ("a", 1, 4): 1.2, ("b", 1, 4): 1.6, ("c", 1, 4): 1.0,
-                **{(n, x, 8): 1.0 for n, x in ((NATIVE, 0), ("a", 1), ("b", 1), ("c", 1))}}
-    timer = BySizeTable(measured)
-    hybrid = HybridPricer(BySizeTable(predicted), timer, Space(("a", "b", "c")), margin=0.5)
-    for size in (4, 8):
-        for name, x in ((NATIVE, 0), ("a", 1), ("b", 1), ("c", 1)):
-            try:
-                hybrid.price("bcast", name, 4, size, {} if name == NATIVE else {"x": x})
-            except Unavailable:
-                pass
-    assert sorted(c for c in timer.calls if c[2] == 8) == [("a", 1, 8), (NATIVE, 0, 8)]
+    for c_at_4, timed_at_8 in ((1.1, [("a", 1, 8), (NATIVE, 0, 8)]), (0.9, [("a", 1, 8), ("c", 1, 8), (NATIVE, 0, 8)])):
+        measured = {(NATIVE, 0, 4): 1.0, ("a", 1, 4): 1.2, ("b", 1, 4): 1.6, ("c", 1, 4): c_at_4,
+                    **{(n, x, 8): 1.0 for n, x in ((NATIVE, 0), ("a", 1), ("b", 1), ("c", 1))}}
+        timer = BySizeTable(measured)
+        hybrid = HybridPricer(BySizeTable(predicted), timer, Space(("a", "b", "c")), margin=0.5)
+        for size in (4, 8):
+            for name, x in ((NATIVE, 0), ("a", 1), ("b", 1), ("c", 1)):
+                try:
+                    hybrid.price("bcast", name, 4, size, {} if name == NATIVE else {"x": x})
+                except Unavailable:
+                    pass
+        assert sorted(c for c in timer.calls if c[2] == 8) == timed_at_8, c_at_4
     # without native timed at 4 bytes there is no previous sample: nothing is timed on its record
     hybrid = HybridPricer(BySizeTable(predicted), BySizeTable(measured), Space(("a", "b", "c")), margin=0.5)
-    hybrid.price("bcast", "a", 4, 4, {"x": 1})
-    assert not hybrid.near_before("bcast", "a", 4, 8, {"x": 1})
+    hybrid.price("bcast", "c", 4, 4, {"x": 1})
+    assert not hybrid.near_before("bcast", "c", 4, 8, {"x": 1}, 0.0)
+    assert not hybrid.contender("bcast", "c", 4, 8, {"x": 1})
 
 
 def test_a_timed_bisection_times_only_the_two_choices_of_its_crossover() -> None:

@@ -185,6 +185,8 @@ class Tuner:
     _sides: dict[int, Choice] = field(default_factory=dict)
     _prices: dict[tuple[Choice, int], float] = field(default_factory=dict)
     _checks: dict[tuple[Choice, int], bool] = field(default_factory=dict)
+    #: The winner at each sampled size, once decided (:meth:`winner`).
+    _won: dict[int, Choice] = field(default_factory=dict)
 
     def sample(self, size: int) -> Sample:
         """Every candidate at ``size`` bytes, each with its best parameters, fastest first."""
@@ -228,39 +230,47 @@ class Tuner:
     def winner(self, size: int) -> Choice:
         """The fastest choice at ``size``; ``native`` where it is fastest or cannot be priced.
 
-        With a tolerance, where a call is long (:meth:`_settles`): a choice ahead of ``native`` in
-        the sample by less than the tolerance is kept if it also won at the sampled size below
-        (:meth:`_holds`); a lead that small says nothing of which is faster, but switching back to
-        ``native`` above a rule costs the change of traffic pattern."""
+        With a tolerance, where a call is long (:meth:`_settles`), the choice that won at the
+        sampled size below (:meth:`_held`) goes on where it is within the tolerance of the fastest
+        choice: it stands in for it against ``native``, and it is kept even where it leads
+        ``native`` by less than the tolerance.  A lead that small says nothing of which is faster,
+        but a switch at the top of a rule costs the change of traffic pattern.  On the 8-host
+        testbed under MPICH (2026-11-26), the tuner took MPICH's ring allreduce up to 256 KiB (a
+        lead of 12 % there) and above it once gave 512 KiB back to MPICH's own choice, the ring
+        leading it by 3 % (87.4 against 90.1 ms), and once to Rabenseifner's, which led the ring
+        by 0.06 % (88.78 against 88.83 ms).  In the C client, which runs the sizes in ascending
+        order, MPICH's own allreduce of 512 KiB then took 97.1 ms right after the ring of 256 KiB,
+        against 87.8 ms with the defaults and 88.7 ms for the ring forced at every size; and
+        Rabenseifner's took 95.5 ms, against 91.9 ms forced at every size and 88.8 ms for the ring:
+        each switch cost 4-10 %, up to twice the tolerance."""
         if size in self._sides:
             return self._sides[size]
+        if size not in self._won:
+            self._won[size] = self._winner(size)
+        return self._won[size]
+
+    def _winner(self, size: int) -> Choice:
         s = self.sample(size)
         if not s.candidates or all(c.algorithm != NATIVE for c in s.candidates):
             return choice(NATIVE, {})
-        native = next(c for c in s.candidates if c.algorithm == NATIVE)
-        best = choice(s.candidates[0].algorithm, s.candidates[0].params)
+        native = next(c for c in s.candidates if c.algorithm == NATIVE).time
+        best, fastest = choice(s.candidates[0].algorithm, s.candidates[0].params), s.candidates[0].time
         if best[0] == NATIVE:
             return best
-        # a lead below the tolerance is looked at again only where a call is short (_confirmed)
         settles = self._settles(size)
-        needed = s.candidates[0].time * (1 + (self.tolerance if settles else 0.0))
-        if native.time > needed:
+        held = self._held(size) if settles and self.tolerance else None
+        if held is not None and held != best and self.time(held, size) <= fastest * (1 + self.tolerance):
+            best, fastest = held, self.time(held, size)
+        # a lead below the tolerance is looked at again only where a call is short (_confirmed)
+        if native > fastest * (1 + (self.tolerance if settles else 0.0)):
             return best if self._confirmed(best, size) else choice(NATIVE, {})
-        if settles and self.tolerance and native.time > s.candidates[0].time and self._holds(best, size):
-            return best
-        return choice(NATIVE, {})
+        return best if best == held and native > fastest else choice(NATIVE, {})
 
-    def _holds(self, ch: Choice, size: int) -> bool:
-        """True if ``ch`` is the winner at the largest sampled size below ``size``.
-
-        Why a rule goes on through a lead below the tolerance where a call is long: on the 8-host
-        testbed under MPICH (2026-11-26), the tuner took MPICH's ring allreduce up to 256 KiB (a
-        lead of 12 %) and gave 512 KiB back to MPICH's own choice, the ring's sample lead there
-        being 3 % (87.4 against 90.1 ms); in the C client MPICH's own allreduce of 512 KiB then
-        took 97.1 ms right after the ring of 256 KiB, against 87.8 ms with the defaults and 88.7 ms
-        for the ring forced at every size: the switch back cost 10 %, twice the tolerance."""
+    def _held(self, size: int) -> Choice | None:
+        """The winner at the largest sampled size below ``size`` if it is not ``native``, else None."""
         below = [s for s in self.samples if s < size]
-        return bool(below) and self.winner(max(below)) == ch
+        won = self.winner(max(below)) if below else None
+        return won if won is not None and won[0] != NATIVE else None
 
     def _settles(self, size: int) -> bool:
         """True if a call of ``native`` at ``size`` takes at least the pricer's ``settle_call``
