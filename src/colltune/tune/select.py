@@ -231,18 +231,19 @@ class Tuner:
         """The fastest choice at ``size``; ``native`` where it is fastest or cannot be priced.
 
         With a tolerance, where a call is long (:meth:`_settles`), the choice that won at the
-        sampled size below (:meth:`_held`) goes on where it is within the tolerance of the fastest
-        choice: it stands in for it against ``native``, and it is kept even where it leads
-        ``native`` by less than the tolerance.  A lead that small says nothing of which is faster,
-        but a switch at the top of a rule costs the change of traffic pattern.  On the 8-host
-        testbed under MPICH (2026-11-26), the tuner took MPICH's ring allreduce up to 256 KiB (a
-        lead of 12 % there) and above it once gave 512 KiB back to MPICH's own choice, the ring
-        leading it by 3 % (87.4 against 90.1 ms), and once to Rabenseifner's, which led the ring
-        by 0.06 % (88.78 against 88.83 ms).  In the C client, which runs the sizes in ascending
-        order, MPICH's own allreduce of 512 KiB then took 97.1 ms right after the ring of 256 KiB,
-        against 87.8 ms with the defaults and 88.7 ms for the ring forced at every size; and
-        Rabenseifner's took 95.5 ms, against 91.9 ms forced at every size and 88.8 ms for the ring:
-        each switch cost 4-10 %, up to twice the tolerance."""
+        sampled size below (:meth:`_held`) goes on wherever it is within the tolerance of the
+        fastest, ``native`` included: it stands in for the fastest against ``native`` where it
+        leads ``native`` by more than the tolerance (and is confirmed as the fastest would be),
+        and is kept where the two are within the tolerance of each other, either way.  Timings
+        that close say nothing of which is faster, but a switch at the top of a rule costs the
+        change of traffic pattern.  On the 8-host testbed under MPICH (2026-11-26), the tuner took
+        MPICH's ring allreduce up to 256 KiB (a lead of 12 % there) and above it gave 512 KiB once
+        back to MPICH's own choice, the ring leading it by 3 % (87.4 against 90.1 ms), and once to
+        Rabenseifner's, which led the ring by 0.06 % (88.78 against 88.83 ms).  In the C client,
+        which runs the sizes in ascending order, MPICH's own allreduce of 512 KiB then took 97.1 ms
+        right after the ring of 256 KiB, against 87.8 ms with the defaults and 88.7 ms for the ring
+        forced at every size; and Rabenseifner's took 95.5 ms, against 91.9 ms forced at every size
+        and 88.8 ms for the ring: each switch cost 4-10 %, up to twice the tolerance."""
         if size in self._sides:
             return self._sides[size]
         if size not in self._won:
@@ -255,16 +256,18 @@ class Tuner:
             return choice(NATIVE, {})
         native = next(c for c in s.candidates if c.algorithm == NATIVE).time
         best, fastest = choice(s.candidates[0].algorithm, s.candidates[0].params), s.candidates[0].time
-        if best[0] == NATIVE:
-            return best
         settles = self._settles(size)
         held = self._held(size) if settles and self.tolerance else None
-        if held is not None and held != best and self.time(held, size) <= fastest * (1 + self.tolerance):
+        if held is not None and self.time(held, size) <= fastest * (1 + self.tolerance):
+            if native <= self.time(held, size) * (1 + self.tolerance):
+                return held
             best, fastest = held, self.time(held, size)
+        if best[0] == NATIVE:
+            return best
         # a lead below the tolerance is looked at again only where a call is short (_confirmed)
-        if native > fastest * (1 + (self.tolerance if settles else 0.0)):
-            return best if self._confirmed(best, size) else choice(NATIVE, {})
-        return best if best == held and native > fastest else choice(NATIVE, {})
+        if native <= fastest * (1 + (self.tolerance if settles else 0.0)) or not self._confirmed(best, size):
+            return choice(NATIVE, {})
+        return best
 
     def _held(self, size: int) -> Choice | None:
         """The winner at the largest sampled size below ``size`` if it is not ``native``, else None."""
