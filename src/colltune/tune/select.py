@@ -258,10 +258,11 @@ class Tuner:
         best, fastest = choice(s.candidates[0].algorithm, s.candidates[0].params), s.candidates[0].time
         settles = self._settles(size)
         held = self._held(size) if settles and self.tolerance else None
-        if held is not None and self.time(held, size) <= fastest * (1 + self.tolerance):
-            if native <= self.time(held, size) * (1 + self.tolerance):
+        held_time = self.time(held, size) if held is not None else math.inf
+        if held is not None and held_time <= fastest * (1 + self.tolerance):
+            if native <= held_time * (1 + self.tolerance):
                 return held
-            best, fastest = held, self.time(held, size)
+            best, fastest = held, held_time
         if best[0] == NATIVE:
             return best
         # a lead below the tolerance is looked at again only where a call is short (_confirmed)
