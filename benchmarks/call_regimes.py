@@ -1,0 +1,103 @@
+"""Call-by-call times of MPICH's own algorithms, forced in one job, on the testbed (root).
+
+Run: ``python benchmarks/call_regimes.py [--collective alltoall] [--size 256KiB]
+[--algorithms native,scattered] [--calls 40] [--rounds 3] [--hosts 8] [--link 100Mbit]``.
+
+Brings up a testbed (``colltune testbed up``, hosts on the testbed's TCP), runs itself under
+``colltune testbed run`` (MPICH, one rank per host) and tears the testbed down.  In the job, each
+round takes the algorithms in turn; each is forced through MPI_T
+(:class:`colltune.tune.forcing.MpichForcer`; ``native`` is MPICH's own choice), every rank rests
+50 ms (:data:`colltune.tune.measure.REST`), makes 2 warm-up calls, then ``--calls`` calls, each
+after a barrier and timed alone, as the C client of ``bench --library`` does.  It prints per round
+and algorithm the slowest rank's mean call (the client's figure), the fastest and slowest call and
+every call (the slowest rank's time), in ms.
+
+What it showed (docs/tune.md, "What an export gains a C program"): MPICH's own all-to-all of
+256 KiB runs in two regimes on the 100 Mbit/s testbed, about 165 ms and 205-260 ms a call, for
+seconds at a time, where the scattered one stays near 180 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+
+#: The collectives this benchmark can run, with their (send, receive) element counts for blocks of
+#: ``size`` bytes at ``procs`` ranks.
+SHAPES = {
+    "alltoall": lambda procs, size: (procs * size, procs * size),
+    "allgather": lambda procs, size: (size, procs * size),
+    "allreduce": lambda procs, size: (size, size),
+}
+
+
+def inner(args: argparse.Namespace) -> None:
+    import numpy as np
+    from mpi4py import MPI
+
+    from colltune.tune.forcing import MpichForcer
+    from colltune.tune.measure import REST
+
+    comm = MPI.COMM_WORLD
+    me, procs = comm.Get_rank(), comm.Get_size()
+    forcer = MpichForcer(MPI.Get_library_version())
+    nsend, nrecv = SHAPES[args.collective](procs, args.size)
+    send, recv = np.ones(nsend, np.uint8), np.zeros(nrecv, np.uint8)
+    call = getattr(comm, args.collective.capitalize())
+    for rnd in range(args.rounds):
+        for alg in args.algorithms.split(","):
+            forcer.force(args.collective, alg, {})
+            try:
+                comm.Barrier()
+                time.sleep(REST)
+                comm.Barrier()
+                for _ in range(2):
+                    call(send, recv)
+                mine = np.empty(args.calls)
+                for i in range(args.calls):
+                    comm.Barrier()
+                    t0 = MPI.Wtime()
+                    call(send, recv)
+                    mine[i] = MPI.Wtime() - t0
+            finally:
+                forcer.restore()
+            slowest = np.empty(args.calls)
+            comm.Allreduce(mine, slowest, op=MPI.MAX)
+            mean = comm.allreduce(float(mine.mean()), op=MPI.MAX)
+            if me == 0:
+                print(f"round {rnd} {args.collective} {args.size} B {alg:<12} mean {mean * 1e3:7.1f} ms  "
+                      f"calls {slowest.min() * 1e3:.0f}-{slowest.max() * 1e3:.0f}: "
+                      + " ".join(f"{t * 1e3:.0f}" for t in slowest), flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--collective", choices=sorted(SHAPES), default="alltoall")
+    parser.add_argument("--size", default="256KiB", help="block size (bytes, or with a unit)")
+    parser.add_argument("--algorithms", default="native,scattered", help="MPICH algorithm names, comma-separated")
+    parser.add_argument("--calls", type=int, default=40)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--hosts", type=int, default=8)
+    parser.add_argument("--link", default="100Mbit")
+    parser.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    from colltune.units import parse_bytes
+
+    args.size = parse_bytes(str(args.size))
+    if args.inner:
+        inner(args)
+        return
+    run = [sys.executable, "-m", "colltune", "testbed"]
+    subprocess.run([*run, "up", "--hosts", str(args.hosts), "--link", args.link], check=True)
+    try:
+        subprocess.run([*run, "run", "--", sys.executable, __file__, "--inner", "--collective", args.collective,
+                        "--size", str(args.size), "--algorithms", args.algorithms, "--calls", str(args.calls),
+                        "--rounds", str(args.rounds)], check=True, timeout=3600)
+    finally:
+        subprocess.run([*run, "down"], check=False)
+
+
+if __name__ == "__main__":
+    main()
