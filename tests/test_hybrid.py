@@ -236,6 +236,34 @@ def test_where_a_call_is_long_a_rule_goes_on_where_its_choice_is_within_the_tole
     assert top(0.01, settle_call=10.0) == "b"
 
 
+def island(a_at_64: float, winner_at_128: str = "a") -> dict[tuple[str, int, int], float]:
+    """Seconds at 32, 64 and 128 bytes (short calls): native 1, 2, 4; a (x=1) 10 % ahead of it at 32
+    bytes and ``winner_at_128`` (x=1) 10 % ahead at 128; a at 64 bytes ``a_at_64``; the rest far behind."""
+    prices = {(name, x, n): 10.0 * n / 32 for name in ("a", "b") for x in (1, 2) for n in (32, 64, 128)}
+    prices.update({(NATIVE, 0, n): n / 32 for n in (32, 64, 128)})
+    prices[("a", 1, 32)] = 0.9
+    prices[(winner_at_128, 1, 128)] = 3.6
+    prices[("a", 1, 64)] = a_at_64
+    return prices
+
+
+def test_a_one_size_island_of_native_between_two_rules_of_one_choice_is_bridged() -> None:
+    """a wins at 32 and 128 bytes by 10 % and leads native at 64 bytes by 4 %, below the tolerance
+    in every timing: native wins at 64 bytes alone, but in the rules a goes on through it.  Not
+    where a is behind native at 64 bytes, nor where another choice won at 128 bytes, nor without a
+    tolerance's confirmations deciding 64 bytes (there a wins it anyway, as the fastest)."""
+    def decided(prices: dict[tuple[str, int, int], float], tolerance: float = 0.05) -> tuple[str, str]:
+        t = Tuner(BySizeTable(prices), "bcast", 4, space=Space(("a", "b")), tolerance=tolerance)
+        alone = Tuner(BySizeTable(prices), "bcast", 4, space=Space(("a", "b")), tolerance=tolerance).winner(64)[0]
+        rules = t.rules([32, 64, 128])
+        return alone, next(r for r in rules if r.covers(64)).algorithm
+
+    assert decided(island(2 / 1.04)) == (NATIVE, "a")
+    assert decided(island(2.02)) == (NATIVE, NATIVE)
+    assert decided(island(2 / 1.04, winner_at_128="b")) == (NATIVE, NATIVE)
+    assert decided(island(2 / 1.04), tolerance=0.0) == ("a", "a")
+
+
 def test_without_a_tolerance_the_fastest_wins_as_before() -> None:
     t = tuner({(NATIVE, 0): [1.0], ("a", 1): [0.99], ("a", 2): [2.0]}, 0.0)
     assert t.winner(64) == ("a", (("x", 1),))
