@@ -252,14 +252,19 @@ def test_a_one_size_island_of_native_between_two_rules_of_one_choice_is_bridged(
     in every timing: native wins at 64 bytes alone, but in the rules a goes on through it.  Not
     where a is behind native at 64 bytes, nor where another choice won at 128 bytes, nor without a
     tolerance's confirmations deciding 64 bytes (there a wins it anyway, as the fastest)."""
+    heard: list[str] = []
+
     def decided(prices: dict[tuple[str, int, int], float], tolerance: float = 0.05) -> tuple[str, str]:
-        t = Tuner(BySizeTable(prices), "bcast", 4, space=Space(("a", "b")), tolerance=tolerance)
+        heard.clear()
+        t = Tuner(BySizeTable(prices), "bcast", 4, space=Space(("a", "b")), tolerance=tolerance, say=heard.append)
         alone = Tuner(BySizeTable(prices), "bcast", 4, space=Space(("a", "b")), tolerance=tolerance).winner(64)[0]
         rules = t.rules([32, 64, 128])
         return alone, next(r for r in rules if r.covers(64)).algorithm
 
     assert decided(island(2 / 1.04)) == (NATIVE, "a")
+    assert len(heard) == 1 and heard[0].startswith("bridge: bcast at P = 4: a {'x': 1} at 64 B (won at 32 and 128 B")
     assert decided(island(2.02)) == (NATIVE, NATIVE)
+    assert heard == []
     assert decided(island(2 / 1.04, winner_at_128="b")) == (NATIVE, NATIVE)
     assert decided(island(2 / 1.04), tolerance=0.0) == ("a", "a")
 

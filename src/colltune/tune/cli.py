@@ -233,7 +233,8 @@ def _tune_measure(colls: list[str], procs: str | None, max_size: str | None, rep
                                 native="the MPI library's own collective, timed", resolution=MEASURE_RESOLUTION,
                                 tolerance=MEASURE_TOLERANCE, library=target, commutative=commutative,
                                 space=None if forcer is None else LibrarySpace(target, commutative),
-                                check=in_order_hook(pricer, MEASURE_TOLERANCE, progress_lines(me), notes))
+                                check=in_order_hook(pricer, MEASURE_TOLERANCE, progress_lines(me), notes),
+                                say=progress_lines(me))
         finally:
             if forcer is not None:
                 forcer.close()
@@ -287,7 +288,7 @@ def _tune_hybrid(colls: list[str], procs: str | None, max_size: str | None, reps
                                 profile=profile.name, native="the MPI library's own collective, timed",
                                 resolution=MEASURE_RESOLUTION, library=target, space=space,
                                 tolerance=MEASURE_TOLERANCE, commutative=commutative,
-                                check=in_order_hook(timer, MEASURE_TOLERANCE, say, notes))
+                                check=in_order_hook(timer, MEASURE_TOLERANCE, say, notes), say=say)
         finally:
             if forcer is not None:
                 forcer.close()

@@ -187,6 +187,8 @@ class Tuner:
     _checks: dict[tuple[Choice, int], bool] = field(default_factory=dict)
     #: The winner at each sampled size, once decided (:meth:`winner`).
     _won: dict[int, Choice] = field(default_factory=dict)
+    #: ``say(line)`` hears of each one-size island bridged (:meth:`_bridge`).
+    say: Callable[[str], None] | None = None
 
     def sample(self, size: int) -> Sample:
         """Every candidate at ``size`` bytes, each with its best parameters, fastest first."""
@@ -405,6 +407,10 @@ class Tuner:
             if (around[0] != NATIVE and self.winner(hi) == around and self.winner(mid) == native
                     and self.time(around, mid) < self.time(native, mid)):
                 self._won[mid] = around
+                if self.say is not None:
+                    self.say(f"bridge: {self.collective} at P = {self.procs}: {around[0]} {dict(around[1])} at "
+                             f"{mid} B (won at {lo} and {hi} B, timed {self.time(around, mid) * 1e3:.3g} ms against "
+                             f"{NATIVE}'s {self.time(native, mid) * 1e3:.3g} ms there)")
 
     def rules(self, sizes: Sequence[int]) -> tuple[Rule, ...]:
         """The size rules from the grid ``sizes`` (ascending, starting at 0), boundaries refined;
@@ -453,14 +459,14 @@ RulesCheck = Callable[[str, int, tuple[Rule, ...], Sequence[int]], tuple[Rule, .
 def tune_collective(pricer: Pricer, collective: str, procs_list: Iterable[int], max_size: int,
                     resolution: float = 0.0, progress: Callable[[], None] | None = None,
                     space: Space = REGISTRY_SPACE, tolerance: float = 0.0,
-                    check: RulesCheck | None = None) -> tuple[Block, ...]:
+                    check: RulesCheck | None = None, say: Callable[[str], None] | None = None) -> tuple[Block, ...]:
     """The blocks of one collective: rules at each process count of ``procs_list`` for sizes
     0 .. ``max_size`` bytes (a barrier has size 0 only), choosing among ``space``, each passed
-    through ``check`` if given."""
+    through ``check`` if given; ``say`` hears of each island bridged (:attr:`Tuner.say`)."""
     sizes = [0] if get_collective(collective).synchronizes else grid_sizes(max_size)
     per_procs = []
     for procs in sorted(set(procs_list)):
-        t = Tuner(pricer, collective, procs, resolution, space, tolerance)
+        t = Tuner(pricer, collective, procs, resolution, space, tolerance, say=say)
         rules = t.rules(sizes)
         if check is not None:
             rules = check(collective, procs, rules, sizes)
@@ -475,7 +481,7 @@ def build_table(pricer: Pricer, method: Method, collectives: Iterable[str], proc
                 time_unit: str = "s", native: str = "", resolution: float = 0.0,
                 progress: Callable[[], None] | None = None, library: str = "colltune",
                 space: Space | None = None, tolerance: float = 0.0, commutative: bool = False,
-                check: RulesCheck | None = None) -> DecisionTable:
+                check: RulesCheck | None = None, say: Callable[[str], None] | None = None) -> DecisionTable:
     """A :class:`DecisionTable` for ``collectives`` at the process counts ``procs_list`` (each >= 1)
     and sizes up to ``max_size`` bytes, priced by ``pricer``, choosing among colltune's algorithms
     or, with ``library`` ``"mpich"``, among that library's own (:mod:`colltune.tune.targets`;
@@ -484,7 +490,8 @@ def build_table(pricer: Pricer, method: Method, collectives: Iterable[str], proc
     ``tolerance``: see :attr:`Tuner.tolerance` (0 for predictions, which have no noise);
     ``commutative``: the program's reductions are all commutative (:attr:`DecisionTable.commutative`);
     ``check``: a last look at each collective's rules at each process count, in the job
-    (:func:`colltune.tune.sequence.in_order_hook`)."""
+    (:func:`colltune.tune.sequence.in_order_hook`); ``say``: hears of each one-size island of
+    ``native`` bridged (:meth:`Tuner._bridge`)."""
     if not procs_list or min(procs_list) < 1:
         raise ParameterError(f"process counts must be >= 1, got {list(procs_list)}")
     if max_size < 0:
@@ -495,7 +502,7 @@ def build_table(pricer: Pricer, method: Method, collectives: Iterable[str], proc
             from colltune.tune.targets import LibraryPricer, LibrarySpace
 
             space, pricer = LibrarySpace(library, commutative), LibraryPricer(pricer, library)
-    table = {c: tune_collective(pricer, c, procs_list, max_size, resolution, progress, space, tolerance, check)
+    table = {c: tune_collective(pricer, c, procs_list, max_size, resolution, progress, space, tolerance, check, say)
              for c in collectives}
     return DecisionTable(method=method, model=model, profile=profile, time_unit=time_unit,  # type: ignore[arg-type]
                          native=native, provenance=provenance, collectives=table, library=library,
