@@ -1,13 +1,13 @@
 """Call-by-call times of MPICH's own algorithms, forced in one job, on the testbed (root).
 
 Run: ``python benchmarks/call_regimes.py [--collective alltoall] [--size 256KiB]
-[--algorithms native,scattered] [--calls 40] [--rounds 3] [--hosts 8] [--link 100Mbit]``.
+[--algorithms native,scattered] [--calls 40] [--rounds 3] [--idle 0] [--hosts 8] [--link 100Mbit]``.
 
 Brings up a testbed (``colltune testbed up``, hosts on the testbed's TCP), runs itself under
 ``colltune testbed run`` (MPICH, one rank per host) and tears the testbed down.  In the job, each
 round takes the algorithms in turn; each is forced through MPI_T
 (:class:`colltune.tune.forcing.MpichForcer`; ``native`` is MPICH's own choice), every rank rests
-50 ms (:data:`colltune.tune.measure.REST`), makes 2 warm-up calls, then ``--calls`` calls, each
+50 ms (:data:`colltune.tune.measure.REST`) or ``--idle`` seconds if longer, makes 2 warm-up calls, then ``--calls`` calls, each
 after a barrier and timed alone, as the C client of ``bench --library`` does.  It prints per round
 and algorithm the slowest rank's mean call (the client's figure), the fastest and slowest call and
 every call (the slowest rank's time), in ms.
@@ -51,7 +51,7 @@ def inner(args: argparse.Namespace) -> None:
             forcer.force(args.collective, alg, {})
             try:
                 comm.Barrier()
-                time.sleep(REST)
+                time.sleep(max(REST, args.idle))
                 comm.Barrier()
                 for _ in range(2):
                     call(send, recv)
@@ -79,6 +79,7 @@ def main() -> None:
     parser.add_argument("--algorithms", default="native,scattered", help="MPICH algorithm names, comma-separated")
     parser.add_argument("--calls", type=int, default=40)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--idle", type=float, default=0.0, help="seconds of rest before each algorithm's calls, if more than 0.05")
     parser.add_argument("--hosts", type=int, default=8)
     parser.add_argument("--link", default="100Mbit")
     parser.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
@@ -94,7 +95,7 @@ def main() -> None:
     try:
         subprocess.run([*run, "run", "--", sys.executable, __file__, "--inner", "--collective", args.collective,
                         "--size", str(args.size), "--algorithms", args.algorithms, "--calls", str(args.calls),
-                        "--rounds", str(args.rounds)], check=True, timeout=3600)
+                        "--rounds", str(args.rounds), "--idle", str(args.idle)], check=True, timeout=3600)
     finally:
         subprocess.run([*run, "down"], check=False)
 
