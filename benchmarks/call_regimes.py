@@ -24,13 +24,8 @@ import subprocess
 import sys
 import time
 
-#: The collectives this benchmark can run, with their (send, receive) element counts for blocks of
-#: ``size`` bytes at ``procs`` ranks.
-SHAPES = {
-    "alltoall": lambda procs, size: (procs * size, procs * size),
-    "allgather": lambda procs, size: (size, procs * size),
-    "allreduce": lambda procs, size: (size, size),
-}
+from colltune.collectives import COLLECTIVES
+from colltune.units import parse_bytes
 
 
 def inner(args: argparse.Namespace) -> None:
@@ -38,13 +33,12 @@ def inner(args: argparse.Namespace) -> None:
     from mpi4py import MPI
 
     from colltune.tune.forcing import MpichForcer
-    from colltune.tune.measure import REST
+    from colltune.tune.measure import REST, _buffers
 
     comm = MPI.COMM_WORLD
     me, procs = comm.Get_rank(), comm.Get_size()
     forcer = MpichForcer(MPI.Get_library_version())
-    nsend, nrecv = SHAPES[args.collective](procs, args.size)
-    send, recv = np.ones(nsend, np.uint8), np.zeros(nrecv, np.uint8)
+    buffers = _buffers(args.collective, procs, me, args.size)  # the tuners' buffers, root 0
     call = getattr(comm, args.collective.capitalize())
     for rnd in range(args.rounds):
         for alg in args.algorithms.split(","):
@@ -54,12 +48,12 @@ def inner(args: argparse.Namespace) -> None:
                 time.sleep(max(REST, args.idle))
                 comm.Barrier()
                 for _ in range(2):
-                    call(send, recv)
+                    call(*buffers)
                 mine = np.empty(args.calls)
                 for i in range(args.calls):
                     comm.Barrier()
                     t0 = MPI.Wtime()
-                    call(send, recv)
+                    call(*buffers)
                     mine[i] = MPI.Wtime() - t0
             finally:
                 forcer.restore()
@@ -74,7 +68,7 @@ def inner(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--collective", choices=sorted(SHAPES), default="alltoall")
+    parser.add_argument("--collective", choices=sorted(COLLECTIVES), default="alltoall")
     parser.add_argument("--size", default="256KiB", help="block size (bytes, or with a unit)")
     parser.add_argument("--algorithms", default="native,scattered", help="MPICH algorithm names, comma-separated")
     parser.add_argument("--calls", type=int, default=40)
@@ -84,7 +78,6 @@ def main() -> None:
     parser.add_argument("--link", default="100Mbit")
     parser.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    from colltune.units import parse_bytes
 
     args.size = parse_bytes(str(args.size))
     if args.inner:

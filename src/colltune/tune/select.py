@@ -404,13 +404,15 @@ class Tuner:
         native = choice(NATIVE, {})
         for lo, mid, hi in zip(sizes, sizes[1:], sizes[2:]):
             around = self.winner(lo)
-            if (around[0] != NATIVE and self.winner(hi) == around and self.winner(mid) == native
-                    and self.time(around, mid) < self.time(native, mid)):
+            if around[0] == NATIVE or self.winner(hi) != around or self.winner(mid) != native:
+                continue
+            mine, theirs = self.time(around, mid), self.time(native, mid)
+            if mine < theirs:
                 self._won[mid] = around
                 if self.say is not None:
-                    self.say(f"bridge: {self.collective} at P = {self.procs}: {around[0]} {dict(around[1])} at "
-                             f"{mid} B (won at {lo} and {hi} B, timed {self.time(around, mid) * 1e3:.3g} ms against "
-                             f"{NATIVE}'s {self.time(native, mid) * 1e3:.3g} ms there)")
+                    label = around[0] + (f" {dict(around[1])}" if around[1] else "")
+                    self.say(f"bridge: {self.collective} at P = {self.procs}: {label} at {mid} B (won at {lo} and "
+                             f"{hi} B, timed {mine * 1e3:.3g} ms against {NATIVE}'s {theirs * 1e3:.3g} ms there)")
 
     def rules(self, sizes: Sequence[int]) -> tuple[Rule, ...]:
         """The size rules from the grid ``sizes`` (ascending, starting at 0), boundaries refined;
