@@ -1,7 +1,8 @@
 """Call-by-call times of MPICH's own algorithms, forced in one job, on the testbed (root).
 
 Run: ``python benchmarks/call_regimes.py [--collective alltoall] [--size 256KiB]
-[--algorithms native,scattered] [--calls 40] [--rounds 3] [--idle 0] [--hosts 8] [--link 100Mbit]``.
+[--algorithms native,scattered] [--calls 40] [--rounds 3] [--idle 0] [--prelude coll:alg:size[:calls],...]
+[--hosts 8] [--link 100Mbit]``.
 
 Brings up a testbed (``colltune testbed up``, hosts on the testbed's TCP), runs itself under
 ``colltune testbed run`` (MPICH, one rank per host) and tears the testbed down.  In the job, each
@@ -10,7 +11,8 @@ round takes the algorithms in turn; each is forced through MPI_T
 50 ms (:data:`colltune.tune.measure.REST`) or ``--idle`` seconds if longer, makes 2 warm-up calls, then ``--calls`` calls, each
 after a barrier and timed alone, as the C client of ``bench --library`` does.  It prints per round
 and algorithm the slowest rank's mean call (the client's figure), the fastest and slowest call and
-every call (the slowest rank's time), in ms.
+every call (the slowest rank's time), in ms.  ``--prelude`` steps (each ``collective:algorithm:size``
+with ``calls`` calls, 10 by default) run once before the rounds, timed and printed the same way.
 
 What it showed (docs/tune.md, "What an export gains a C program"): MPICH's own all-to-all of
 256 KiB runs in two regimes on the 100 Mbit/s testbed, about 165 ms and 205-260 ms a call, for
@@ -38,32 +40,49 @@ def inner(args: argparse.Namespace) -> None:
     comm = MPI.COMM_WORLD
     me, procs = comm.Get_rank(), comm.Get_size()
     forcer = MpichForcer(MPI.Get_library_version())
-    buffers = _buffers(args.collective, procs, me, args.size)  # the tuners' buffers, root 0
-    call = getattr(comm, args.collective.capitalize())
+
+    def run(label: str, collective: str, alg: str, size: int, calls: int) -> None:
+        buffers = _buffers(collective, procs, me, size)  # the tuners' buffers, root 0
+        call = getattr(comm, collective.capitalize())
+        forcer.force(collective, alg, {})
+        try:
+            comm.Barrier()
+            time.sleep(max(REST, args.idle))
+            comm.Barrier()
+            for _ in range(2):
+                call(*buffers)
+            mine = np.empty(calls)
+            for i in range(calls):
+                comm.Barrier()
+                t0 = MPI.Wtime()
+                call(*buffers)
+                mine[i] = MPI.Wtime() - t0
+        finally:
+            forcer.restore()
+        slowest = np.empty(calls)
+        comm.Allreduce(mine, slowest, op=MPI.MAX)
+        mean = comm.allreduce(float(mine.mean()), op=MPI.MAX)
+        if me == 0:
+            print(f"{label} {collective} {size} B {alg:<12} mean {mean * 1e3:7.1f} ms  "
+                  f"calls {slowest.min() * 1e3:.0f}-{slowest.max() * 1e3:.0f}: "
+                  + " ".join(f"{t * 1e3:.0f}" for t in slowest), flush=True)
+
+    for collective, alg, size, calls in args.prelude:
+        run("prelude", collective, alg, size, calls)
     for rnd in range(args.rounds):
         for alg in args.algorithms.split(","):
-            forcer.force(args.collective, alg, {})
-            try:
-                comm.Barrier()
-                time.sleep(max(REST, args.idle))
-                comm.Barrier()
-                for _ in range(2):
-                    call(*buffers)
-                mine = np.empty(args.calls)
-                for i in range(args.calls):
-                    comm.Barrier()
-                    t0 = MPI.Wtime()
-                    call(*buffers)
-                    mine[i] = MPI.Wtime() - t0
-            finally:
-                forcer.restore()
-            slowest = np.empty(args.calls)
-            comm.Allreduce(mine, slowest, op=MPI.MAX)
-            mean = comm.allreduce(float(mine.mean()), op=MPI.MAX)
-            if me == 0:
-                print(f"round {rnd} {args.collective} {args.size} B {alg:<12} mean {mean * 1e3:7.1f} ms  "
-                      f"calls {slowest.min() * 1e3:.0f}-{slowest.max() * 1e3:.0f}: "
-                      + " ".join(f"{t * 1e3:.0f}" for t in slowest), flush=True)
+            run(f"round {rnd}", args.collective, alg, args.size, args.calls)
+
+
+def prelude(text: str) -> list[tuple[str, str, int, int]]:
+    """Parse ``--prelude``: ``collective:algorithm:size[:calls]`` steps separated by commas."""
+    steps = []
+    for item in filter(None, text.split(",")):
+        fields = item.split(":")
+        if len(fields) not in (3, 4) or fields[0] not in COLLECTIVES:
+            raise argparse.ArgumentTypeError(f"--prelude step {item!r}: expected collective:algorithm:size[:calls]")
+        steps.append((fields[0], fields[1], parse_bytes(fields[2]), int(fields[3]) if len(fields) == 4 else 10))
+    return steps
 
 
 def main() -> None:
@@ -74,6 +93,8 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=40)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--idle", type=float, default=0.0, help="seconds of rest before each algorithm's calls, if more than 0.05")
+    parser.add_argument("--prelude", type=prelude, default=[],
+                        help="steps run once before the rounds, collective:algorithm:size[:calls] separated by commas")
     parser.add_argument("--hosts", type=int, default=8)
     parser.add_argument("--link", default="100Mbit")
     parser.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
@@ -88,7 +109,8 @@ def main() -> None:
     try:
         subprocess.run([*run, "run", "--", sys.executable, __file__, "--inner", "--collective", args.collective,
                         "--size", str(args.size), "--algorithms", args.algorithms, "--calls", str(args.calls),
-                        "--rounds", str(args.rounds), "--idle", str(args.idle)], check=True, timeout=3600)
+                        "--rounds", str(args.rounds), "--idle", str(args.idle),
+                        "--prelude", ",".join(":".join(map(str, step)) for step in args.prelude)], check=True, timeout=3600)
     finally:
         subprocess.run([*run, "down"], check=False)
 

@@ -1,0 +1,212 @@
+"""The fresh-job check: long calls where the library's own choice is fast only in a job that has
+run other traffic.
+
+The tuners time every candidate in one job, one after another.  On a TCP network what a call costs
+can depend on what the job's connections carried before, for seconds.  On the 8-host testbed
+(100 Mbit/s, cubic) MPICH's own all-to-all of 256 KiB (its pairwise exchange) took 216 ms a call in
+a fresh job and 162-178 ms once the scattered all-to-all had run in the job, even after 30 s of
+idle, while the scattered one stayed at 180-190 ms (``benchmarks/call_regimes.py``, docs/tune.md).
+The tuning job has always run the scattered one at the sizes below, so it times MPICH's own in its
+fast regime and keeps it; the C client of ``bench --library``, which runs each collective in a job
+of its own, finds it 1.07-1.32 times slower than the scattered one at 64-512 KiB.  Four pairs of
+jobs spawned from a tuning job on the testbed, each running one algorithm at 64, 128, 256 and
+512 KiB in ascending order, found MPICH's own 55-57, 101-108, 198-231 and 466-484 ms, the
+scattered one 46-49, 94-142, 175-207 and 363-388 ms: what the client finds.
+
+So once the rules of a collective are decided in the job, :func:`check_fresh` looks at each
+*contest*: a grid size of a long call (``native`` timed at ``settle_call`` seconds or more) that
+the rules give to ``native`` or to the algorithm the library runs there by itself (its *holder*),
+while the fastest candidate that is neither was timed within :data:`colltune.tune.select.SURE_LEAD`
+of the holder (a lead smaller than that may be the job's regime).  It times the holders at the
+contested sizes in ascending order in a fresh job, and the challengers at the same sizes in another
+(``run``, :class:`colltune.tune.spawn.FreshJobs`), the holders' job first.  Both jobs run the
+rules' own choices at the grid size before the first contested size and at any grid size between
+two contested ones, as a program that runs the sizes in ascending order does (the C client does):
+on the testbed MPICH's own allreduce of 512 KiB took 102-109 ms in the C client right after the
+ring allreduce of 256 KiB, where it took 95-97 ms after itself and the ring 93 ms after itself,
+and the tuning job's in-order check had found it 1.5 ms slower after the ring.  Where a challenger
+leads by more than the tolerance, the pair of jobs is run again, the challengers' first, and the
+sizes where it leads in both passes go to it.  A contested size between two sizes that go to the
+same challenger goes to it too where it was faster in both passes together (as
+:meth:`colltune.tune.select.Tuner._bridge` does in the job).  This module only decides; it has no MPI.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from colltune.tune.select import SURE_LEAD, Choice, RulesCheck, choice
+from colltune.tune.table import NATIVE, Rule, Sample
+
+NATIVE_CHOICE: Choice = choice(NATIVE, {})
+
+#: ``run(collective, [(size, choice), ...])``: seconds per call at each size, the sizes run in the
+#: given order in a fresh job (inf where the job cannot run the choice).
+FreshRun = Callable[[str, Sequence[tuple[int, Choice]]], dict[int, float]]
+#: ``same(collective, procs, size, choice)``: True if ``choice`` is what the library runs by
+#: itself at ``size`` bytes on ``procs`` ranks (timing the two in fresh jobs would time one thing).
+SameAsNative = Callable[[str, int, int, Choice], bool]
+
+
+@dataclass(frozen=True)
+class Contest:
+    """Grid size ``size`` (bytes), held in the job by ``holder`` (``native``, or the algorithm the
+    library runs there by itself), and the fastest other candidate timed there, ``challenger``,
+    with the two times in the job (seconds)."""
+
+    size: int
+    holder: Choice
+    challenger: Choice
+    held: float
+    theirs: float
+
+
+def _rule_at(rules: Sequence[Rule], size: int) -> Rule:
+    return next(r for r in rules if r.covers(size))
+
+
+def contests(collective: str, procs: int, rules: Sequence[Rule], sizes: Sequence[int],
+             samples: Mapping[int, Sample], settle_call: float,
+             same: SameAsNative = lambda *_: False) -> list[Contest]:
+    """The contested grid sizes of ``rules`` (see the module docstring), ascending: where the rule
+    runs ``native`` or what the library runs by itself (``same``), ``native``'s call takes at least
+    ``settle_call`` seconds, and the fastest candidate that is neither was timed within
+    :data:`SURE_LEAD` of the rule's choice."""
+    found = []
+    for size in sorted(s for s in sizes if s in samples):
+        rule = _rule_at(rules, size)
+        holder = choice(rule.algorithm, rule.params)
+        if rule.algorithm != NATIVE and not same(collective, procs, size, holder):
+            continue
+        times = {choice(c.algorithm, c.params): c.time for c in samples[size].candidates}
+        native, held = times.get(NATIVE_CHOICE), times.get(holder)
+        other = next((c for c in samples[size].candidates
+                      if c.algorithm != NATIVE and not same(collective, procs, size, choice(c.algorithm, c.params))),
+                     None)
+        if native is None or held is None or other is None or native < settle_call or other.time > held * SURE_LEAD:
+            continue
+        found.append(Contest(size, holder, choice(other.algorithm, other.params), held, other.time))
+    return found
+
+
+def take(rules: Sequence[Rule], sizes: Sequence[int], won: Mapping[int, Choice]) -> tuple[Rule, ...]:
+    """``rules`` with each grid size of ``won`` given to its choice, with the sizes above the grid
+    size before it (within the rule that held it), and everything above it (within that rule)
+    where it is the largest grid size; neighbouring equal rules merged."""
+    grid = sorted(sizes)
+    spans: list[tuple[int, int | None, Choice, Rule]] = [(r.size_min, r.size_max, _of(r), r) for r in rules]
+    for size, ch in sorted(won.items()):
+        rule = _rule_at(rules, size)
+        i = grid.index(size)
+        lo = max(grid[i - 1] + 1 if i else 0, rule.size_min)
+        hi = rule.size_max if i == len(grid) - 1 else size
+        spans = _overlay(spans, lo, hi, ch)
+    out: list[Rule] = []
+    for lo, hi, ch, origin in spans:
+        if out and _of(out[-1]) == ch:
+            out[-1] = out[-1].model_copy(update={"size_max": hi})
+            continue
+        rule = Rule(size_min=lo, size_max=hi, algorithm=ch[0], params=dict(ch[1]),
+                    crossover=origin.crossover if _of(origin) == ch and origin.size_min == lo else None)
+        if out and rule.crossover is not None and rule.crossover[0] != out[-1].algorithm:
+            rule = rule.model_copy(update={"crossover": None})
+        out.append(rule)
+    return tuple(out)
+
+
+def _of(rule: Rule) -> Choice:
+    return choice(rule.algorithm, rule.params)
+
+
+def _overlay(spans: list[tuple[int, int | None, Choice, Rule]], lo: int, hi: int | None,
+             ch: Choice) -> list[tuple[int, int | None, Choice, Rule]]:
+    """``spans`` (tiling the sizes from 0) with ``lo``..``hi`` (inclusive, None: unbounded) running ``ch``."""
+    def below(a: int | None, b: int | None) -> bool:  # a < b, None being infinity
+        return a is not None and (b is None or a < b)
+
+    out: list[tuple[int, int | None, Choice, Rule]] = []
+    for a, b, c, origin in spans:
+        if below(b, lo) or (hi is not None and a > hi):
+            out.append((a, b, c, origin))
+            continue
+        if a < lo:
+            out.append((a, lo - 1, c, origin))
+        out.append((max(a, lo), b if below(b, hi) else hi, ch, origin))
+        if hi is not None and below(hi, b):
+            out.append((hi + 1, b, c, origin))
+    merged: list[tuple[int, int | None, Choice, Rule]] = []
+    for span in out:
+        if merged and merged[-1][2] == span[2]:
+            merged[-1] = (merged[-1][0], span[1], span[2], merged[-1][3])
+        else:
+            merged.append(span)
+    return merged
+
+
+def _label(ch: Choice) -> str:
+    return ch[0] + (f" {dict(ch[1])}" if ch[1] else "")
+
+
+def check_fresh(run: FreshRun, collective: str, procs: int, rules: tuple[Rule, ...], sizes: Sequence[int],
+                samples: Mapping[int, Sample], settle_call: float, tolerance: float,
+                same: SameAsNative = lambda *_: False, say: Callable[[str], None] = lambda _: None,
+                notes: list[str] | None = None) -> tuple[Rule, ...]:
+    """The rules of ``collective`` at ``procs`` processes, each contested size (:func:`contests`)
+    given to its challenger where it leads the holder by more than ``tolerance`` in two passes of
+    fresh jobs (``run``; see the module docstring).  ``say`` hears what is timed and decided,
+    ``notes`` (if given) gets a line for each size given away."""
+    found = contests(collective, procs, rules, sizes, samples, settle_call, same)
+    if not found:
+        return rules
+    grid = sorted(sizes)
+    span = grid[max(grid.index(found[0].size) - 1, 0):grid.index(found[-1].size) + 1]
+    contested = {c.size: c for c in found}
+    sequences = {name: [(s, pick(contested[s]) if s in contested else _of(_rule_at(rules, s))) for s in span]
+                 for name, pick in (("holders", lambda c: c.holder), ("challengers", lambda c: c.challenger))}
+    passes: list[dict[str, dict[int, float]]] = []
+    leads: set[int] | None = None
+    for attempt, order in ((1, ("holders", "challengers")), (2, ("challengers", "holders"))):
+        timed = {name: run(collective, sequences[name]) for name in order}
+        passes.append(timed)
+        mine = {c.size for c in found if timed["challengers"][c.size] * (1 + tolerance) < timed["holders"][c.size]}
+        say(f"fresh jobs: {collective} (pass {attempt}): " + ", ".join(
+            f"{c.size} B {c.challenger[0]} {timed['challengers'][c.size] * 1e3:.3g} ms against {c.holder[0]}'s "
+            f"{timed['holders'][c.size] * 1e3:.3g} ms" for c in found))
+        leads = mine if leads is None else leads & mine
+        if not leads:
+            return rules
+    assert leads is not None
+    won = {c.size: c.challenger for c in found if c.size in leads}
+    for c in found:  # bridge a contested size between two won by the same challenger
+        i = grid.index(c.size)
+        if c.size in won or i == 0 or i == len(grid) - 1:
+            continue
+        if won.get(grid[i - 1]) == c.challenger == won.get(grid[i + 1]) and \
+                sum(p["challengers"][c.size] for p in passes) < sum(p["holders"][c.size] for p in passes):
+            won[c.size] = c.challenger
+    for c in found:
+        if c.size not in won:
+            continue
+        fresh = " and ".join(f"{p['challengers'][c.size] * 1e3:.3g} against {p['holders'][c.size] * 1e3:.3g} ms"
+                             for p in passes)
+        line = (f"fresh jobs: {collective} at P = {procs}: {_label(c.challenger)} at {c.size} B ({fresh} in fresh "
+                f"jobs; {c.theirs * 1e3:.3g} against {c.held * 1e3:.3g} ms in this job) instead of {_label(c.holder)}")
+        say(line)
+        if notes is not None:
+            notes.append(line)
+    return take(rules, sizes, won)
+
+
+def fresh_hook(run: FreshRun, settle_call: float, tolerance: float, same: SameAsNative,
+               say: Callable[[str], None],
+               notes: list[str]) -> RulesCheck:
+    """``check(collective, procs, rules, sizes, samples)`` for :func:`colltune.tune.select.build_table`'s
+    ``check``: :func:`check_fresh` with the other arguments."""
+    def check(collective: str, procs: int, rules: tuple[Rule, ...], sizes: Sequence[int],
+              samples: Mapping[int, Sample]) -> tuple[Rule, ...]:
+        return check_fresh(run, collective, procs, rules, sizes, samples, settle_call, tolerance, same, say, notes)
+    return check
+
+
+__all__ = ["Contest", "FreshRun", "SameAsNative", "check_fresh", "contests", "fresh_hook", "take"]

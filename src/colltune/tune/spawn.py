@@ -1,0 +1,105 @@
+"""Fresh jobs: a sequence of a library's algorithms timed in a job spawned from the tuning job.
+
+:class:`FreshJobs` is the ``run`` of :func:`colltune.tune.fresh.check_fresh`: every rank of the
+tuning job calls it with the same arguments; it spawns as many processes as the job has
+(``MPI_Comm_spawn`` of ``python -m mpi4py -m colltune.tune.spawn``, placed by the launcher as it
+placed the job: one per host on the testbed), which force each algorithm of the sequence in turn
+and time it as the tuners do (:class:`colltune.tune.measure.LibraryTimer`), then send the times
+back.  While the spawned job runs, the tuning job's ranks sleep in short steps rather than wait in
+MPI, which would spin on the cores the spawned job needs (the testbed runs 8 ranks on 2 cores).
+An exception in a spawned process ends the whole run (``python -m mpi4py`` aborts), so a failure
+cannot leave the tuning job waiting.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mpi4py import MPI
+
+from colltune.models import Unavailable
+from colltune.tune.forcing import forcer_for
+from colltune.tune.measure import TIMING_BUDGET, TIMING_FILL, TUNE_REST, LibraryTimer
+from colltune.tune.select import Choice
+
+#: Seconds between two looks at whether the spawned job has answered.
+POLL = 0.01
+
+
+def _sleep_until(request: MPI.Request) -> Any:
+    """Wait for ``request`` by testing it every :data:`POLL` seconds; its message, if any."""
+    while True:
+        done, value = request.test()
+        if done:
+            return value
+        time.sleep(POLL)
+
+
+@dataclass
+class FreshJobs:
+    """Times sequences of ``target``'s algorithms (``mpich`` or ``openmpi``) in jobs spawned from
+    ``comm``, as many processes as ``comm`` has; the timing parameters are :class:`LibraryTimer`'s."""
+
+    comm: MPI.Comm
+    target: str
+    reps: int = 10
+    warmup: int = 2
+    budget: float | None = TIMING_BUDGET
+    fill: float = TIMING_FILL
+    rest: float = TUNE_REST
+    #: How many jobs were spawned.
+    jobs: int = 0
+
+    def __call__(self, collective: str, sequence: Sequence[tuple[int, Choice]]) -> dict[int, float]:
+        """Seconds per call of each ``(size, choice)`` of ``sequence``, timed in that order in one
+        fresh job, by size (inf where the job could not force the choice)."""
+        me = self.comm.Get_rank()
+        work = {"target": self.target, "collective": collective, "reps": self.reps, "warmup": self.warmup,
+                "budget": self.budget, "fill": self.fill, "rest": self.rest,
+                "sequence": [(size, name, dict(params)) for size, (name, params) in sequence]}
+        try:
+            inter = self.comm.Spawn(sys.executable, ["-m", "mpi4py", "-m", __name__], maxprocs=self.comm.Get_size(),
+                                    root=0)
+        except MPI.Exception as exc:
+            raise Unavailable(f"cannot spawn a fresh job: {exc}") from None
+        self.jobs += 1
+        try:
+            inter.bcast(work if me == 0 else None, root=MPI.ROOT if me == 0 else MPI.PROC_NULL)
+            result = _sleep_until(inter.irecv(source=0)) if me == 0 else None
+            _sleep_until(self.comm.Ibarrier())
+            result = self.comm.bcast(result, root=0)
+        finally:
+            inter.Disconnect()
+        return {int(size): float(t) for size, t in result.items()}
+
+
+def _child(parent: MPI.Intercomm) -> None:
+    """The spawned job: time the parent's sequence, send the times from rank 0."""
+    comm = MPI.COMM_WORLD
+    work = parent.bcast(None, root=0)
+    forcer = forcer_for(work["target"], MPI.Get_library_version())
+    timer = LibraryTimer(comm, forcer, work["reps"], work["warmup"], work["budget"], work["fill"],
+                         rest=work["rest"])
+    out: dict[int, float] = {}
+    try:
+        for size, name, params in work["sequence"]:
+            try:
+                out[size] = timer.price(work["collective"], name, comm.Get_size(), size, params)[0]
+            except Unavailable:
+                out[size] = float("inf")
+    finally:
+        forcer.close()
+    if comm.Get_rank() == 0:
+        parent.send(out, dest=0)
+    parent.Disconnect()
+
+
+if __name__ == "__main__":
+    _parent = MPI.Comm.Get_parent()
+    if _parent == MPI.COMM_NULL:
+        raise SystemExit("colltune.tune.spawn runs only in a job spawned by colltune tune (colltune.tune.spawn.FreshJobs)")
+    _child(_parent)

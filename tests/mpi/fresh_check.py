@@ -1,0 +1,54 @@
+"""The fresh-job check (colltune.tune.fresh) in an MPI job, with jobs spawned from it
+(colltune.tune.spawn.FreshJobs): every rank must get the same times and the same rules, a choice
+the spawned job cannot force must come back infinitely slow, and a size contested in the samples
+must be timed in two fresh jobs per pass.  With the calls this short, what wins is up to the
+timings; whatever it is, the rules must tile the sizes and every rank must keep the same.
+Usage: python -m mpi4py fresh_check.py
+"""
+
+import json
+import math
+
+from mpi4py import MPI
+
+from colltune.tune.forcing import MpichForcer
+from colltune.tune.fresh import check_fresh
+from colltune.tune.select import choice, grid_sizes
+from colltune.tune.spawn import FreshJobs
+from colltune.tune.table import NATIVE, Candidate, Rule, Sample
+
+comm = MPI.COMM_WORLD
+procs = comm.Get_size()
+
+
+def same_everywhere(what: str, value: object) -> None:
+    mine = json.dumps(value, sort_keys=True, default=str)
+    if comm.allgather(mine) != [mine] * procs:
+        raise AssertionError(f"ranks disagree on {what}: {mine}")
+
+
+probe = MpichForcer(MPI.Get_library_version())
+other_tree = "knomial_1" if probe.tree_type == "kary" else "kary"
+probe.close()
+jobs = FreshJobs(comm, "mpich", reps=3, warmup=1)
+times = jobs("bcast", [(1024, choice(NATIVE, {})), (2048, choice("tree", {"tree_type": other_tree, "k": 2})),
+                       (4096, choice("scatter_ring_allgather", {}))])
+same_everywhere("the fresh job's times", times)
+if sorted(times) != [1024, 2048, 4096] or not math.isinf(times[2048]) or not all(
+        0 < times[s] < 1 for s in (1024, 4096)):
+    raise AssertionError(f"fresh job times {times}: expected finite times at 1024 and 4096 B, inf at 2048 B "
+                         f"(tree_type {other_tree} cannot be forced in a job of tree_type {probe.tree_type})")
+
+sizes = grid_sizes(8192)
+samples = {s: Sample(procs=procs, size=s, candidates=(Candidate(algorithm=NATIVE, time=1.0),
+                                                       Candidate(algorithm="pairwise", time=1.1)))
+           for s in sizes if s >= 4096}
+rules = (Rule(size_min=0, size_max=None, algorithm=NATIVE),)
+jobs = FreshJobs(comm, "mpich", reps=3, warmup=1)
+lines: list[str] = []
+out = check_fresh(jobs, "alltoall", procs, rules, sizes, samples, settle_call=0.5, tolerance=-1.0, say=lines.append)
+# a tolerance of -1 makes every finite time a lead: both passes run, every contested size is won
+same_everywhere("the rules", [r.model_dump() for r in out])
+if [(r.size_min, r.algorithm) for r in out] != [(0, NATIVE), (2049, "pairwise")] or jobs.jobs != 4:
+    raise AssertionError(f"rules {[(r.size_min, r.algorithm) for r in out]} after {jobs.jobs} jobs; lines {lines}")
+print(f"fresh check passed: P={procs}, {jobs.jobs} jobs", flush=True)

@@ -1,0 +1,188 @@
+"""The fresh-job check (colltune.tune.fresh): contested sizes, what is given away, and both passes,
+on a fake ``run`` that times sequences in "fresh jobs"; and the spawned jobs themselves under MPI."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from helpers import run_bounded
+from hypothesis import given
+from hypothesis import strategies as st
+
+from colltune.tune.fresh import check_fresh, contests, take
+from colltune.tune.select import SURE_LEAD, Choice, choice, grid_sizes
+from colltune.tune.table import NATIVE, Candidate, Rule, Sample
+
+MPI_DIR = Path(__file__).parent / "mpi"
+MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
+needs_mpi = pytest.mark.skipif(MPIEXEC is None, reason="mpiexec not found (install the mpich wheel)")
+KiB = 1024
+SIZES = grid_sizes(512 * KiB)
+LONG = [64 * KiB, 128 * KiB, 256 * KiB, 512 * KiB]
+SETTLE = 0.03
+SCATTERED = choice("scattered", {})
+
+
+def native_everywhere() -> tuple[Rule, ...]:
+    return (Rule(size_min=0, size_max=None, algorithm=NATIVE),)
+
+
+def samples(times: dict[int, dict[str, float]]) -> dict[int, Sample]:
+    """Samples at ``times``' sizes: seconds by algorithm, sorted fastest first as the tuner sorts them."""
+    return {size: Sample(procs=8, size=size, candidates=tuple(sorted(
+        (Candidate(algorithm=a, time=t) for a, t in by.items()), key=lambda c: (c.time, c.algorithm != NATIVE))))
+            for size, by in times.items()}
+
+
+def long_calls(ratio: float, short: float = 0.001) -> dict[int, Sample]:
+    """``native`` at 0.05 s per 64 KiB, linear in the size; scattered ``ratio`` times that; below
+    64 KiB every call takes ``short`` seconds."""
+    out = {s: {NATIVE: short, "scattered": short} for s in SIZES if s < 64 * KiB}
+    out.update({s: {NATIVE: 0.05 * s / (64 * KiB), "scattered": ratio * 0.05 * s / (64 * KiB)} for s in LONG})
+    return samples(out)
+
+
+def test_a_long_call_kept_by_native_with_a_challenger_within_the_sure_lead_is_contested() -> None:
+    found = contests("alltoall", 8, native_everywhere(), SIZES, long_calls(1.1), SETTLE)
+    assert [(c.size, c.challenger) for c in found] == [(s, SCATTERED) for s in LONG]
+    assert found[2].held == pytest.approx(0.2) and found[2].theirs == pytest.approx(0.22)
+    assert all(c.holder == (NATIVE, ()) for c in found)
+    # a challenger further behind than the sure lead, or short calls, are not contested
+    assert contests("alltoall", 8, native_everywhere(), SIZES, long_calls(SURE_LEAD * 1.01), SETTLE) == []
+    assert contests("alltoall", 8, native_everywhere(), SIZES, long_calls(1.1), settle_call=1.0) == []
+    # nor what the library runs by itself there
+    assert contests("alltoall", 8, native_everywhere(), SIZES, long_calls(1.1), SETTLE,
+                    same=lambda coll, procs, size, ch: size >= 256 * KiB) == found[:2]
+    # nor a size the rules give to another choice already, unless it is what the library runs there
+    rules = (Rule(size_min=0, size_max=100_000, algorithm=NATIVE),
+             Rule(size_min=100_001, size_max=None, algorithm="pairwise"))
+    times = {s: {NATIVE: 0.3, "pairwise": 0.2, "scattered": 0.22} for s in LONG}
+    assert [c.size for c in contests("alltoall", 8, rules, SIZES, samples(times), SETTLE)] == [64 * KiB]
+    pairwise = contests("alltoall", 8, rules, SIZES, samples(times), SETTLE,
+                        same=lambda coll, procs, size, ch: ch[0] == "pairwise")
+    assert [(c.size, c.holder, c.challenger, c.held) for c in pairwise] == \
+        [(64 * KiB, (NATIVE, ()), SCATTERED, 0.3)] + [(s, ("pairwise", ()), SCATTERED, 0.2) for s in LONG[1:]]
+
+
+def test_take_gives_each_won_size_the_sizes_above_the_grid_size_before_it() -> None:
+    out = take(native_everywhere(), SIZES, {256 * KiB: SCATTERED, 512 * KiB: SCATTERED})
+    assert [(r.size_min, r.size_max, r.algorithm) for r in out] == [(0, 128 * KiB, NATIVE),
+                                                                   (128 * KiB + 1, None, "scattered")]
+    out = take(native_everywhere(), SIZES, {128 * KiB: SCATTERED})
+    assert [(r.size_min, r.size_max, r.algorithm) for r in out] == [
+        (0, 64 * KiB, NATIVE), (64 * KiB + 1, 128 * KiB, "scattered"), (128 * KiB + 1, None, NATIVE)]
+    # within the native rule only: a bisected rule of another choice below keeps its sizes
+    rules = (Rule(size_min=0, size_max=70_000, algorithm="pairwise"),
+             Rule(size_min=70_001, size_max=None, algorithm=NATIVE, crossover=("pairwise", NATIVE)))
+    out = take(rules, SIZES, {128 * KiB: SCATTERED})
+    assert [(r.size_min, r.size_max, r.algorithm) for r in out] == [
+        (0, 70_000, "pairwise"), (70_001, 128 * KiB, "scattered"), (128 * KiB + 1, None, NATIVE)]
+    assert out[1].crossover is None and out[2].crossover is None
+
+
+@given(st.sets(st.sampled_from(LONG + [4096, 32 * KiB])), st.integers(0, 600_000))
+def test_take_tiles_the_sizes_and_changes_only_the_won_sizes(won: set[int], cut: int) -> None:
+    rules = (Rule(size_min=0, size_max=cut, algorithm="pairwise"), Rule(size_min=cut + 1, size_max=None,
+                                                                        algorithm=NATIVE))
+    mine = {s: SCATTERED for s in won if s > cut}
+    out = take(rules, SIZES, mine)
+    assert out[0].size_min == 0 and out[-1].size_max is None
+    assert all(a.size_max is not None and a.size_max + 1 == b.size_min for a, b in zip(out, out[1:]))
+    assert all(choice(a.algorithm, a.params) != choice(b.algorithm, b.params) for a, b in zip(out, out[1:]))
+    for s in SIZES:
+        got = next(r for r in out if r.covers(s)).algorithm
+        assert got == ("scattered" if s in mine else "pairwise" if s <= cut else NATIVE), s
+
+
+@dataclass
+class FreshRuns:
+    """A fake ``run``: seconds per call by (algorithm, size), per pass (one dict per pair of jobs);
+    records each job's sequence."""
+
+    times: list[dict[tuple[str, int], float]]
+    jobs: list[list[tuple[int, Choice]]] = field(default_factory=list)
+
+    def __call__(self, collective: str, sequence) -> dict[int, float]:  # type: ignore[no-untyped-def]
+        self.jobs.append(list(sequence))
+        times = self.times[(len(self.jobs) - 1) // 2]
+        return {size: times[(name, size)] for size, (name, _) in sequence}
+
+
+def fresh(native: list[float], scattered: list[float]) -> dict[tuple[str, int], float]:
+    """Times at LONG in ms (and ``native``'s at 32 KiB, the grid size before them)."""
+    return {(NATIVE, 32 * KiB): 0.025, **{(NATIVE, s): t / 1e3 for s, t in zip(LONG, native)},
+            **{("scattered", s): t / 1e3 for s, t in zip(LONG, scattered)}}
+
+
+def test_sizes_won_in_both_passes_of_fresh_jobs_go_to_the_challenger() -> None:
+    # the testbed's fresh jobs (colltune.tune.fresh): 128 KiB won once, 256 KiB lost once
+    run = FreshRuns([fresh([55, 105, 231, 466], [47, 94, 175, 363]), fresh([57, 101, 216, 484], [46, 142, 207, 388])])
+    notes: list[str] = []
+    out = check_fresh(run, "alltoall", 8, native_everywhere(), SIZES, long_calls(1.04), SETTLE, 0.05, notes=notes)
+    # 64 and 512 KiB won twice; 256 KiB (won once, faster in both together) lies between won sizes
+    # only through 128 KiB, which was slower in both together: neither is bridged
+    assert [(r.size_min, r.size_max, r.algorithm) for r in out] == [
+        (0, 32 * KiB, NATIVE), (32 * KiB + 1, 64 * KiB, "scattered"), (64 * KiB + 1, 256 * KiB, NATIVE),
+        (256 * KiB + 1, None, "scattered")]
+    assert len(notes) == 2 and "at 65536 B" in notes[0] and "at 524288 B" in notes[1]
+    # native's job first in the first pass, the challengers' first in the second, sizes ascending
+    # from the grid size before the first contested one, which runs the rules' choice in both
+    assert [[ch[0] for _, ch in job] for job in run.jobs] == [[NATIVE] * 5, [NATIVE] + ["scattered"] * 4,
+                                                             [NATIVE] + ["scattered"] * 4, [NATIVE] * 5]
+    assert all([s for s, _ in job] == [32 * KiB, *LONG] for job in run.jobs)
+
+
+def test_both_jobs_run_the_rules_choice_before_and_between_contested_sizes() -> None:
+    # the testbed's allreduce: the ring up to 256 KiB, MPICH's own 5 % faster at 512 KiB in the
+    # job, 10 % slower in a program right after the ring; at 64 KiB (a long call, held by MPICH's
+    # own) the ring loses; 128 and 256 KiB (the ring's) are not contested
+    rules = (Rule(size_min=0, size_max=65536, algorithm=NATIVE),
+             Rule(size_min=65537, size_max=425983, algorithm="ring"),
+             Rule(size_min=425984, size_max=None, algorithm=NATIVE))
+    times = {64 * KiB: {NATIVE: 0.031, "ring": 0.032}, 128 * KiB: {"ring": 0.046, NATIVE: 0.048},
+             256 * KiB: {"ring": 0.046, NATIVE: 0.048}, 512 * KiB: {NATIVE: 0.0878, "ring": 0.0924}}
+    run = FreshRuns([{("ring", 32 * KiB): 0.012, (NATIVE, 32 * KiB): 0.012, (NATIVE, 64 * KiB): 0.031,
+                      ("ring", 64 * KiB): 0.032, ("ring", 128 * KiB): 0.046, ("ring", 256 * KiB): 0.046,
+                      (NATIVE, 512 * KiB): 0.105, ("ring", 512 * KiB): 0.093}] * 2)
+    out = check_fresh(run, "allreduce", 8, rules, SIZES, samples(times), SETTLE, 0.05)
+    assert [[(s // KiB, ch[0]) for s, ch in job] for job in run.jobs[:2]] == [
+        [(32, NATIVE), (64, NATIVE), (128, "ring"), (256, "ring"), (512, NATIVE)],
+        [(32, NATIVE), (64, "ring"), (128, "ring"), (256, "ring"), (512, "ring")]]
+    assert [(r.size_min, r.size_max, r.algorithm) for r in out] == [(0, 65536, NATIVE), (65537, None, "ring")]
+
+
+def test_a_contested_size_between_two_won_by_its_challenger_is_bridged_where_faster_in_both_passes() -> None:
+    run = FreshRuns([fresh([55, 105, 231, 466], [47, 94, 175, 363]), fresh([57, 108, 198, 484], [46, 102, 207, 388])])
+    out = check_fresh(run, "alltoall", 8, native_everywhere(), SIZES, long_calls(1.04), SETTLE, 0.05)
+    # 64, 128 and 512 KiB won twice; 256 KiB lost the second pass but was faster in both together
+    assert [(r.size_min, r.size_max, r.algorithm) for r in out] == [(0, 32 * KiB, NATIVE),
+                                                                   (32 * KiB + 1, None, "scattered")]
+
+
+def test_a_challenger_that_leads_in_one_pass_only_changes_nothing_and_no_lead_ends_after_one_pass() -> None:
+    run = FreshRuns([fresh([55, 105, 231, 466], [47, 94, 175, 363]), fresh([50, 100, 200, 400], [50, 100, 200, 400])])
+    assert check_fresh(run, "alltoall", 8, native_everywhere(), SIZES, long_calls(1.04), SETTLE, 0.05) == \
+        native_everywhere()
+    assert len(run.jobs) == 4
+    run = FreshRuns([fresh([50, 100, 200, 400], [51, 99, 205, 390])])  # leads of 1 and 2.5 %: below the tolerance
+    assert check_fresh(run, "alltoall", 8, native_everywhere(), SIZES, long_calls(1.04), SETTLE, 0.05) == \
+        native_everywhere()
+    assert len(run.jobs) == 2
+    # nothing contested: no job at all
+    run = FreshRuns([])
+    assert check_fresh(run, "alltoall", 8, native_everywhere(), SIZES, long_calls(1.5), SETTLE, 0.05) == \
+        native_everywhere()
+    assert run.jobs == []
+
+
+@needs_mpi
+@pytest.mark.parametrize("procs", (1, 2, 3))
+def test_fresh_jobs_spawned_from_an_mpi_job_time_forced_algorithms_and_agree_on_every_rank(procs: int) -> None:
+    res = run_bounded([str(MPIEXEC), "-n", str(procs), sys.executable, "-m", "mpi4py", str(MPI_DIR / "fresh_check.py")],
+                      300, f"fresh_check on {procs}")
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert f"fresh check passed: P={procs}, 4 jobs" in res.stdout
