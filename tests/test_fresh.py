@@ -3,6 +3,7 @@ on a fake ``run`` that times sequences in "fresh jobs"; and the spawned jobs the
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import sys
 from dataclasses import dataclass, field
@@ -91,8 +92,8 @@ def test_take_tiles_the_sizes_and_changes_only_the_won_sizes(won: set[int], cut:
     mine = {s: SCATTERED for s in won if s > cut}
     out = take(rules, SIZES, mine)
     assert out[0].size_min == 0 and out[-1].size_max is None
-    assert all(a.size_max is not None and a.size_max + 1 == b.size_min for a, b in zip(out, out[1:]))
-    assert all(choice(a.algorithm, a.params) != choice(b.algorithm, b.params) for a, b in zip(out, out[1:]))
+    assert all(a.size_max is not None and a.size_max + 1 == b.size_min for a, b in itertools.pairwise(out))
+    assert all(choice(a.algorithm, a.params) != choice(b.algorithm, b.params) for a, b in itertools.pairwise(out))
     for s in SIZES:
         got = next(r for r in out if r.covers(s)).algorithm
         assert got == ("scattered" if s in mine else "pairwise" if s <= cut else NATIVE), s

@@ -62,7 +62,7 @@ from colltune.tune.library_bench import (
     toolchain,
     write_library_bench,
 )
-from colltune.tune.select import REGISTRY_SPACE
+from colltune.tune.select import REGISTRY_SPACE, RulesCheck, chain
 from colltune.tune.targets import TARGETS
 from colltune.units import parse_bytes, parse_int_list, parse_size_list
 
@@ -199,6 +199,26 @@ def _tune_offline(profile_spec: str | None, method: str, model: str | None, coll
         raise click.UsageError(str(exc)) from None
 
 
+def _checks(comm: Any, target: str, timer: Any, reps: int, warmup: int, say: Callable[[str], None],
+            notes: list[str]) -> RulesCheck:
+    """The last looks at each collective's rules in the job: under MPICH, the fresh-job check
+    (:mod:`colltune.tune.fresh`; jobs spawned from this one), then the in-order check
+    (:mod:`colltune.tune.sequence`).  The fresh-job check is MPICH's only: colltune models no other
+    library's own choice, and Open MPI's long calls showed no such regimes (docs/tune.md)."""
+    from colltune.tune.fresh import fresh_hook
+    from colltune.tune.measure import SETTLE_CALL
+    from colltune.tune.sequence import in_order_hook
+    from colltune.tune.spawn import FreshJobs
+    from colltune.tune.targets import runs_by_itself
+
+    in_order = in_order_hook(timer, MEASURE_TOLERANCE, say, notes)
+    if target != "mpich":
+        return in_order
+    fresh = fresh_hook(FreshJobs(comm, target, reps, warmup), SETTLE_CALL, MEASURE_TOLERANCE,
+                       lambda *args: runs_by_itself(target, *args), say, notes)
+    return chain(fresh, in_order)
+
+
 def _tune_measure(colls: list[str], procs: str | None, max_size: str | None, reps: int, warmup: int, output: str,
                   files: dict[str, str | None], target: str = "colltune",
                   commutative: bool = False) -> DecisionTable | None:
@@ -208,7 +228,6 @@ def _tune_measure(colls: list[str], procs: str | None, max_size: str | None, rep
 
     from colltune.tune.forcing import forcer_for
     from colltune.tune.measure import LibraryTimer, MeasurePricer
-    from colltune.tune.sequence import in_order_hook
     from colltune.tune.targets import LibrarySpace
 
     comm = MPI.COMM_WORLD
@@ -233,7 +252,7 @@ def _tune_measure(colls: list[str], procs: str | None, max_size: str | None, rep
                                 native="the MPI library's own collective, timed", resolution=MEASURE_RESOLUTION,
                                 tolerance=MEASURE_TOLERANCE, library=target, commutative=commutative,
                                 space=None if forcer is None else LibrarySpace(target, commutative),
-                                check=in_order_hook(pricer, MEASURE_TOLERANCE, progress_lines(me), notes),
+                                check=_checks(comm, target, pricer, reps, warmup, progress_lines(me), notes),
                                 say=progress_lines(me))
         finally:
             if forcer is not None:
@@ -251,7 +270,6 @@ def _tune_hybrid(colls: list[str], procs: str | None, max_size: str | None, reps
 
     from colltune.tune.forcing import forcer_for
     from colltune.tune.measure import LibraryTimer, MeasurePricer
-    from colltune.tune.sequence import in_order_hook
     from colltune.tune.targets import LibraryPricer, LibrarySpace
 
     comm = MPI.COMM_WORLD
@@ -288,7 +306,7 @@ def _tune_hybrid(colls: list[str], procs: str | None, max_size: str | None, reps
                                 profile=profile.name, native="the MPI library's own collective, timed",
                                 resolution=MEASURE_RESOLUTION, library=target, space=space,
                                 tolerance=MEASURE_TOLERANCE, commutative=commutative,
-                                check=in_order_hook(timer, MEASURE_TOLERANCE, say, notes), say=say)
+                                check=_checks(comm, target, timer, reps, warmup, say, notes), say=say)
         finally:
             if forcer is not None:
                 forcer.close()

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -453,9 +453,20 @@ def _blocks(per_procs: list[tuple[int, tuple[Rule, ...], tuple[Sample, ...]]]) -
     return tuple(blocks)
 
 
-#: ``check(collective, procs, rules, grid sizes) -> rules``: a last look at a collective's rules in
-#: the job (:func:`colltune.tune.sequence.in_order_hook`).
-RulesCheck = Callable[[str, int, tuple[Rule, ...], Sequence[int]], tuple[Rule, ...]]
+#: ``check(collective, procs, rules, grid sizes, samples by size) -> rules``: a last look at a
+#: collective's rules in the job (:func:`colltune.tune.fresh.fresh_hook`,
+#: :func:`colltune.tune.sequence.in_order_hook`).
+RulesCheck = Callable[[str, int, tuple[Rule, ...], Sequence[int], Mapping[int, Sample]], tuple[Rule, ...]]
+
+
+def chain(*checks: RulesCheck) -> RulesCheck:
+    """One :data:`RulesCheck` that passes the rules through ``checks`` in turn."""
+    def check(collective: str, procs: int, rules: tuple[Rule, ...], sizes: Sequence[int],
+              samples: Mapping[int, Sample]) -> tuple[Rule, ...]:
+        for each in checks:
+            rules = each(collective, procs, rules, sizes, samples)
+        return rules
+    return check
 
 
 def tune_collective(pricer: Pricer, collective: str, procs_list: Iterable[int], max_size: int,
@@ -471,7 +482,7 @@ def tune_collective(pricer: Pricer, collective: str, procs_list: Iterable[int], 
         t = Tuner(pricer, collective, procs, resolution, space, tolerance, say=say)
         rules = t.rules(sizes)
         if check is not None:
-            rules = check(collective, procs, rules, sizes)
+            rules = check(collective, procs, rules, sizes, t.samples)
         per_procs.append((procs, rules, tuple(t.samples[s] for s in sorted(t.samples))))
         if progress is not None:
             progress()

@@ -37,12 +37,12 @@ runs, and those at which every rule was timed.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from colltune.models import Unavailable
-from colltune.tune.select import Choice, Pricer, choice
-from colltune.tune.table import NATIVE, Rule
+from colltune.tune.select import Choice, Pricer, RulesCheck, choice
+from colltune.tune.table import NATIVE, Rule, Sample
 
 NATIVE_CHOICE: Choice = choice(NATIVE, {})
 #: How many grid sizes after a suspect are timed: on the testbed with its hosts on BBR, the pairwise
@@ -190,10 +190,11 @@ def check_in_order(timer: Pricer, collective: str, procs: int, rules: tuple[Rule
 
 
 def in_order_hook(timer: Pricer, tolerance: float, say: Callable[[str], None],
-                  notes: list[str]) -> Callable[[str, int, tuple[Rule, ...], Sequence[int]], tuple[Rule, ...]]:
-    """``check(collective, procs, rules, sizes)`` for :func:`colltune.tune.select.build_table`'s
-    ``in_order``: :func:`check_in_order` with ``timer``, ``tolerance``, ``say`` and ``notes``."""
-    def check(collective: str, procs: int, rules: tuple[Rule, ...], sizes: Sequence[int]) -> tuple[Rule, ...]:
+                  notes: list[str]) -> RulesCheck:
+    """``check(collective, procs, rules, sizes, samples)`` for :func:`colltune.tune.select.build_table`'s
+    ``check``: :func:`check_in_order` with ``timer``, ``tolerance``, ``say`` and ``notes``."""
+    def check(collective: str, procs: int, rules: tuple[Rule, ...], sizes: Sequence[int],
+              samples: Mapping[int, Sample]) -> tuple[Rule, ...]:
         return check_in_order(timer, collective, procs, rules, sizes, tolerance, say, notes)
     return check
 

@@ -393,3 +393,20 @@ def _priceable(a: LibraryAlgorithm, params: Params) -> bool:
     except Unavailable:
         return False
     return True
+
+
+def runs_by_itself(library: str, collective: str, procs: int, size: int, ch: tuple[str, Any]) -> bool:
+    """True if the choice ``ch`` (name, sorted parameter pairs) of ``library``'s algorithms is, priced
+    as a registry algorithm, what the library runs by itself at ``size`` bytes on ``procs`` ranks
+    (MPICH: :func:`colltune.tune.native.native_equivalent`; False for other libraries, whose
+    default choice colltune does not model)."""
+    from colltune.tune.native import native_equivalent
+
+    name, params = ch
+    if library != "mpich" or name == NATIVE:
+        return name == NATIVE
+    try:
+        mine = library_algorithm(library, collective, name).equivalent(procs, size, dict(params))
+        return mine == native_equivalent(collective, procs, size)
+    except (Unavailable, ValueError):
+        return False
