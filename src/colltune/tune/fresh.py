@@ -37,9 +37,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from colltune.tune.select import SURE_LEAD, Choice, RulesCheck, choice
+from colltune.tune.sequence import NATIVE_CHOICE
 from colltune.tune.table import NATIVE, Rule, Sample
-
-NATIVE_CHOICE: Choice = choice(NATIVE, {})
 
 #: ``run(collective, [(size, choice), ...])``: seconds per call at each size, the sizes run in the
 #: given order in a fresh job (inf where the job cannot run the choice).
