@@ -83,6 +83,13 @@ def test_take_gives_each_won_size_the_sizes_above_the_grid_size_before_it() -> N
     assert [(r.size_min, r.size_max, r.algorithm) for r in out] == [
         (0, 70_000, "pairwise"), (70_001, 128 * KiB, "scattered"), (128 * KiB + 1, None, NATIVE)]
     assert out[1].crossover is None and out[2].crossover is None
+    # a won size whose rule ends at a bisected crossover to the same choice below the next grid
+    # size takes the rest of that rule (a tune on the testbed left 262145-294911 B to native)
+    rules = (Rule(size_min=0, size_max=294911, algorithm=NATIVE),
+             Rule(size_min=294912, size_max=None, algorithm="scattered", crossover=(NATIVE, "scattered")))
+    out = take(rules, SIZES, {256 * KiB: SCATTERED})
+    assert [(r.size_min, r.size_max, r.algorithm) for r in out] == [(0, 128 * KiB, NATIVE),
+                                                                   (128 * KiB + 1, None, "scattered")]
 
 
 @given(st.sets(st.sampled_from(LONG + [4096, 32 * KiB])), st.integers(0, 600_000))

@@ -91,8 +91,9 @@ def contests(collective: str, procs: int, rules: Sequence[Rule], sizes: Sequence
 
 def take(rules: Sequence[Rule], sizes: Sequence[int], won: Mapping[int, Choice]) -> tuple[Rule, ...]:
     """``rules`` with each grid size of ``won`` given to its choice, with the sizes above the grid
-    size before it (within the rule that held it), and everything above it (within that rule)
-    where it is the largest grid size; neighbouring equal rules merged."""
+    size before it (within the rule that held it), and the sizes above it within that rule where
+    it is the largest grid size or that rule ends below the next grid size at a crossover to the
+    same choice; neighbouring equal rules merged."""
     grid = sorted(sizes)
     spans: list[tuple[int, int | None, Choice, Rule]] = [(r.size_min, r.size_max, _of(r), r) for r in rules]
     for size, ch in sorted(won.items()):
@@ -100,6 +101,9 @@ def take(rules: Sequence[Rule], sizes: Sequence[int], won: Mapping[int, Choice])
         i = grid.index(size)
         lo = max(grid[i - 1] + 1 if i else 0, rule.size_min)
         hi = rule.size_max if i == len(grid) - 1 else size
+        if i + 1 < len(grid) and rule.size_max is not None and rule.size_max < grid[i + 1] and \
+                _of(_rule_at(rules, grid[i + 1])) == ch:
+            hi = rule.size_max  # the rule ends at a crossover to ``ch`` below the next grid size
         spans = _overlay(spans, lo, hi, ch)
     out: list[Rule] = []
     for lo, hi, ch, origin in spans:
