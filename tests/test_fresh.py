@@ -180,6 +180,11 @@ def test_a_challenger_that_leads_in_one_pass_only_changes_nothing_and_no_lead_en
     assert check_fresh(run, "alltoall", 8, native_everywhere(), SIZES, long_calls(1.04), SETTLE, 0.05) == \
         native_everywhere()
     assert len(run.jobs) == 2
+    # a holder the fresh job could not run (inf) gives nothing away
+    run = FreshRuns([{**fresh([50, 100, 200, 400], [40, 80, 160, 320]), (NATIVE, 64 * KiB): float("inf")}] * 2)
+    out = check_fresh(run, "alltoall", 8, native_everywhere(), SIZES, long_calls(1.04), SETTLE, 0.05)
+    assert next(r for r in out if r.covers(64 * KiB)).algorithm == NATIVE
+    assert next(r for r in out if r.covers(128 * KiB)).algorithm == "scattered"
     # nothing contested: no job at all
     run = FreshRuns([])
     assert check_fresh(run, "alltoall", 8, native_everywhere(), SIZES, long_calls(1.5), SETTLE, 0.05) == \
