@@ -38,7 +38,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from colltune.tune.select import SURE_LEAD, Choice, RulesCheck, choice
-from colltune.tune.sequence import NATIVE_CHOICE
+from colltune.tune.sequence import NATIVE_CHOICE, rule_choice
 from colltune.tune.table import NATIVE, Rule, Sample
 
 #: ``run(collective, [(size, choice), ...])``: seconds per call at each size, the sizes run in the
@@ -96,31 +96,24 @@ def take(rules: Sequence[Rule], sizes: Sequence[int], won: Mapping[int, Choice])
     it is the largest grid size or that rule ends below the next grid size at a crossover to the
     same choice; neighbouring equal rules merged."""
     grid = sorted(sizes)
-    spans: list[tuple[int, int | None, Choice, Rule]] = [(r.size_min, r.size_max, _of(r), r) for r in rules]
+    spans: list[tuple[int, int | None, Choice, Rule]] = [(r.size_min, r.size_max, rule_choice(r), r) for r in rules]
     for size, ch in sorted(won.items()):
         rule = _rule_at(rules, size)
         i = grid.index(size)
         lo = max(grid[i - 1] + 1 if i else 0, rule.size_min)
         hi = rule.size_max if i == len(grid) - 1 else size
         if i + 1 < len(grid) and rule.size_max is not None and rule.size_max < grid[i + 1] and \
-                _of(_rule_at(rules, grid[i + 1])) == ch:
+                rule_choice(_rule_at(rules, grid[i + 1])) == ch:
             hi = rule.size_max  # the rule ends at a crossover to ``ch`` below the next grid size
         spans = _overlay(spans, lo, hi, ch)
-    out: list[Rule] = []
+    out: list[Rule] = []  # _overlay merged neighbouring spans of one choice
     for lo, hi, ch, origin in spans:
-        if out and _of(out[-1]) == ch:
-            out[-1] = out[-1].model_copy(update={"size_max": hi})
-            continue
         rule = Rule(size_min=lo, size_max=hi, algorithm=ch[0], params=dict(ch[1]),
-                    crossover=origin.crossover if _of(origin) == ch and origin.size_min == lo else None)
+                    crossover=origin.crossover if rule_choice(origin) == ch and origin.size_min == lo else None)
         if out and rule.crossover is not None and rule.crossover[0] != out[-1].algorithm:
             rule = rule.model_copy(update={"crossover": None})
         out.append(rule)
     return tuple(out)
-
-
-def _of(rule: Rule) -> Choice:
-    return choice(rule.algorithm, rule.params)
 
 
 def _overlay(spans: list[tuple[int, int | None, Choice, Rule]], lo: int, hi: int | None,
@@ -166,7 +159,7 @@ def check_fresh(run: FreshRun, collective: str, procs: int, rules: tuple[Rule, .
     grid = sorted(sizes)
     span = grid[max(grid.index(found[0].size) - 1, 0):grid.index(found[-1].size) + 1]
     contested = {c.size: c for c in found}
-    sequences = {name: [(s, pick(contested[s]) if s in contested else _of(_rule_at(rules, s))) for s in span]
+    sequences = {name: [(s, pick(contested[s]) if s in contested else rule_choice(_rule_at(rules, s))) for s in span]
                  for name, pick in (("holders", lambda c: c.holder), ("challengers", lambda c: c.challenger))}
     passes: list[dict[str, dict[int, float]]] = []
     leads: set[int] | None = None

@@ -61,7 +61,8 @@ class Suspect:
     after: tuple[int, ...]
 
 
-def _choice(rule: Rule) -> Choice:
+def rule_choice(rule: Rule) -> Choice:
+    """What ``rule`` runs, as a :data:`Choice`."""
     return choice(rule.algorithm, rule.params)
 
 
@@ -89,7 +90,7 @@ def steps(rules: Sequence[Rule], sizes: Sequence[int], first: int, last: int) ->
     for s in sizes:
         if first <= s <= last:
             rule = next(r for r in rules if r.covers(s))
-            out.append((s, _choice(rule)))
+            out.append((s, rule_choice(rule)))
     return out
 
 
@@ -139,7 +140,7 @@ def give_back(rules: Sequence[Rule], indices: Sequence[int]) -> tuple[Rule, ...]
     for i, rule in enumerate(rules):
         if i in indices:
             rule = rule.model_copy(update={"algorithm": NATIVE, "params": {}, "crossover": None})
-        if out and _choice(out[-1]) == _choice(rule):
+        if out and rule_choice(out[-1]) == rule_choice(rule):
             out[-1] = out[-1].model_copy(update={"size_max": rule.size_max})
             continue
         if out and rule.crossover is not None and rule.crossover[0] != out[-1].algorithm:
@@ -199,6 +200,6 @@ def in_order_hook(timer: Pricer, tolerance: float, say: Callable[[str], None],
     return check
 
 
-__all__ = ["Suspect", "Verdict", "check_in_order", "covered", "give_back", "in_order_hook", "judge", "steps",
-           "suspects", "time_in_order"]
+__all__ = ["Suspect", "Verdict", "check_in_order", "covered", "give_back", "in_order_hook", "judge", "rule_choice",
+           "steps", "suspects", "time_in_order"]
 
