@@ -163,6 +163,27 @@ def test_both_jobs_run_the_rules_choice_before_and_between_contested_sizes() -> 
     assert [(r.size_min, r.size_max, r.algorithm) for r in out] == [(0, 65536, NATIVE), (65537, None, "ring")]
 
 
+def test_a_challenger_that_continues_the_rule_below_needs_only_to_lead() -> None:
+    # the testbed's allreduce of 2026-11-27: the ring up to 480 KiB, MPICH's own from there; in the
+    # fresh jobs the ring led by 3 % at 512 KiB (below the tolerance), in the C client by 10 %
+    rules = (Rule(size_min=0, size_max=491519, algorithm="ring"), Rule(size_min=491520, size_max=None, algorithm=NATIVE))
+    times = {256 * KiB: {"ring": 0.044, NATIVE: 0.047}, 512 * KiB: {NATIVE: 0.090, "ring": 0.091}}
+    jobs = {("ring", 256 * KiB): 0.044, (NATIVE, 512 * KiB): 0.0924, ("ring", 512 * KiB): 0.0894}
+    run = FreshRuns([jobs] * 2)
+    out = check_fresh(run, "allreduce", 8, rules, SIZES, samples(times), SETTLE, 0.05)
+    assert [(r.size_min, r.size_max, r.algorithm) for r in out] == [(0, None, "ring")]
+    holders, challengers = [(256, "ring"), (512, NATIVE)], [(256, "ring"), (512, "ring")]
+    assert [[(s // KiB, ch[0]) for s, ch in job] for job in run.jobs] == [holders, challengers, challengers, holders]
+    # slower in one pass: the switch stays
+    run = FreshRuns([jobs, {**jobs, ("ring", 512 * KiB): 0.0925}])
+    assert check_fresh(run, "allreduce", 8, rules, SIZES, samples(times), SETTLE, 0.05) == rules
+    # after MPICH's own sizes, the same 3 % lead is below the tolerance: one pass, nothing given away
+    below = (Rule(size_min=0, size_max=None, algorithm=NATIVE),)
+    run = FreshRuns([{**jobs, (NATIVE, 256 * KiB): 0.047}])
+    assert check_fresh(run, "allreduce", 8, below, SIZES, samples({512 * KiB: times[512 * KiB]}), SETTLE, 0.05) == below
+    assert len(run.jobs) == 2
+
+
 def test_a_contested_size_between_two_won_by_its_challenger_is_bridged_where_faster_in_both_passes() -> None:
     run = FreshRuns([fresh([55, 105, 231, 466], [47, 94, 175, 363]), fresh([57, 108, 198, 484], [46, 102, 207, 388])])
     out = check_fresh(run, "alltoall", 8, native_everywhere(), SIZES, long_calls(1.04), SETTLE, 0.05)

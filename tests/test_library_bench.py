@@ -147,3 +147,69 @@ def test_forced_mode_times_each_of_mpichs_algorithms(table: Path, tmp_path: Path
     assert cells["bcast"].best_forced[1] == min(cells["bcast"].forced.values())
     summary = json.loads(res.stdout)["collectives"]["bcast"]
     assert summary["over_best_forced"]["4096"] == pytest.approx(cells["bcast"].tuned / cells["bcast"].best_forced[1])
+
+
+def test_playoff_rounds_compare_the_file_with_each_forced_algorithm_that_beat_it(tmp_path: Path,
+                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The best of many medians is biased low: where a forced algorithm beat the file by more than
+    PLAYOFF_OVER, both run again in playoff rounds (their order turning round), and the cell's
+    comparison comes from those rounds alone.  The client is replaced by one with known times."""
+    from colltune.profiles.format import Provenance
+    from colltune.tune import fixed_table
+    from colltune.tune import library_bench as lb
+
+    labels = {i: {c: lb.forced_label(*ch) for c, ch in run.items()}
+              for i, run in enumerate(lb.forced_runs("mpich", ["bcast", "allreduce"], 4))}
+    phase, played = {"playoff": False}, []
+
+    def progress(line: str) -> None:
+        phase["playoff"] = line.startswith("playoff")
+
+    def client(exe, tools, procs, collectives, sizes, warmup, iterations, min_time, testbed, extra):  # type: ignore[no-untyped-def]
+        (coll,) = collectives
+        path = Path(extra.get("MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE", "default"))
+        who = "default" if not extra else "file" if path.parent.name.startswith("colltune-libbench-") else \
+            labels[int(path.parent.name.split("-")[1])][coll]
+        if phase["playoff"]:
+            played.append((coll, who))
+        times = {"file": (1.0, 1.0 if phase["playoff"] else 1.2), "recursive_doubling": (1.0, 1.02 if phase["playoff"]
+                 else 1.0), "reduce_scatter_allgather": (2.0, 2.0), "ring": (1.0, 1.1)}
+        return {(coll, s): lb.Timing(t, t, t, 3) for s, t in zip(sizes, times.get(who, (1.0, 1.0)) if coll ==
+                                                                   "allreduce" else (1.0, 1.0))}
+
+    monkeypatch.setattr(lb, "run_client", client)
+    monkeypatch.setattr(lb, "build_client", lambda tools, cache=None: tmp_path / "collbench")
+    tools = lb.Toolchain("mpich", tmp_path / "mpicc", tmp_path / "mpiexec")
+    table = fixed_table({"bcast": ("binomial", {}), "allreduce": ("ring", {})}, "test", library="mpich")
+    provenance = Provenance(source="test", date="2026-11-27T00:00:00+00:00", colltune_version="0")
+    results = lb.library_bench(table, "t.json", tools, 4, ["bcast", "allreduce"], [4096, 65536], 0, 3, 0.0, 2, None,
+                               provenance, progress=progress, forced=True, playoff=2)
+    # only the allreduce, where recursive doubling beat the file by 1.2 at 64 KiB; bcast ties everywhere
+    assert played == [("allreduce", "file"), ("allreduce", "recursive_doubling"),
+                      ("allreduce", "recursive_doubling"), ("allreduce", "file")]
+    cells = {(c.collective, c.size): c for c in results.cells}
+    big = cells[("allreduce", 65536)]
+    assert big.best_forced == ("recursive_doubling", 1.0) and big.tuned == pytest.approx(1.2)
+    assert big.playoff_tuned == (1.0, 1.0) and big.playoff_forced == {"recursive_doubling": (1.02, 1.02)}
+    assert big.over_best == ("recursive_doubling", pytest.approx(1.0 / 1.02), True)
+    assert all(not c.playoff_tuned and c.over_best[1:] == (1.0, False) for c in results.cells if c.collective == "bcast")
+    assert results.playoff == 2
+    # written and read back; a version 1 file (no playoff) still reads
+    lb.write_library_bench(results, tmp_path / "r.json")
+    assert read_library_bench(tmp_path / "r.json") == results
+    old = json.loads((tmp_path / "r.json").read_text())
+    old["version"] = 1
+    for key in ("playoff",):
+        del old[key]
+    for cell in old["cells"]:
+        del cell["playoff_tuned"], cell["playoff_forced"]
+    (tmp_path / "v1.json").write_text(json.dumps(old))
+    assert read_library_bench(tmp_path / "v1.json").cells[-1].over_best[2] is False
+    with pytest.raises(LibraryBenchError, match="need forced runs"):
+        lb.library_bench(table, "t.json", tools, 4, ["bcast"], [4096], 0, 3, 0.0, 1, None, provenance, playoff=1)
+
+
+def test_playoff_needs_forced(table: Path, tmp_path: Path) -> None:
+    res = colltune("bench", "--library", "mpich", "--table", str(table), "-n", "2", "--playoff", "2",
+                   "-o", str(tmp_path / "x.json"))
+    assert res.returncode == 2 and "--playoff 2" in res.stderr and "--forced" in res.stderr, res.stderr

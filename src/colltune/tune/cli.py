@@ -408,13 +408,17 @@ def _print_tune(table: DecisionTable, output: str, files: dict[str, str | None],
 @click.option("--forced", is_flag=True,
               help="--library: also force each of the library's own algorithms in every round, to compare the "
                    "exported choice with the best of them.")
+@click.option("--playoff", default=0, show_default=True, type=click.IntRange(min=0),
+              help="--library --forced: rounds more, of the file against each forced algorithm that beat it by more "
+                   "than 5 % at some size, which then compare the two (the best of many is biased low).")
 @click.option("--mpicc", type=click.Path(dir_okay=False), help="--library: the library's compiler wrapper.")
 @click.option("--mpiexec", "launcher", type=click.Path(dir_okay=False), help="--library: the library's launcher.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 def bench_cmd(table_spec: str | None, collectives: tuple[str, ...], sizes: str | None, max_size: str, reps: int,
               warmup: int, profile_spec: str | None, method: str, model: str | None, output: str,
               plot_file: str | None, library: str | None, procs: int | None, testbed_name: str | None, rounds: int,
-              min_time: float, forced: bool, mpicc: str | None, launcher: str | None, as_json: bool) -> None:
+              min_time: float, forced: bool, playoff: int, mpicc: str | None, launcher: str | None,
+              as_json: bool) -> None:
     """Time the decision table's chosen algorithms and native over a grid of sizes in this MPI job
     (run under mpiexec -n P); write the results and, on request, a figure of predicted beside measured.
 
@@ -429,6 +433,9 @@ def bench_cmd(table_spec: str | None, collectives: tuple[str, ...], sizes: str |
             raise click.UsageError(f"bench needs a decision table: --table FILE or {TABLE_ENV}")
         if procs is None and testbed_name is None:
             raise click.UsageError("--library: give the ranks with -n (or --testbed NAME for one per host)")
+        if playoff and not forced:
+            raise click.UsageError(f"--playoff {playoff}: playoff rounds compare the file with forced algorithms; "
+                                   f"add --forced")
         problem = unwritable(output)
         if problem:
             raise click.UsageError(problem)
@@ -440,12 +447,12 @@ def bench_cmd(table_spec: str | None, collectives: tuple[str, ...], sizes: str |
             testbed.net.require_root()
         colls = chosen_collectives(collectives, [])
         bench_library(library, table_spec, colls, size_list, reps, warmup, min_time, rounds, procs, testbed_name,
-                      mpicc, launcher, output, as_json, forced)
+                      mpicc, launcher, output, as_json, forced, playoff)
         return
-    if procs is not None or testbed_name is not None or mpicc or launcher or rounds != 3 or forced or \
+    if procs is not None or testbed_name is not None or mpicc or launcher or rounds != 3 or forced or playoff or \
             min_time != MIN_TIME:
-        raise click.UsageError("-n, --testbed, --rounds, --min-time, --forced, --mpicc and --mpiexec go with "
-                               "--library")
+        raise click.UsageError("-n, --testbed, --rounds, --min-time, --forced, --playoff, --mpicc and --mpiexec go "
+                               "with --library")
     from mpi4py import MPI
 
     from colltune.tune.measure import bench
@@ -516,7 +523,7 @@ def _print_bench(results: BenchResults, output: str, plot_file: str | None, as_j
 
 def bench_library(library: str, table_spec: str, collectives: list[str], sizes: list[int], reps: int, warmup: int,
                   min_time: float, rounds: int, procs: int | None, testbed: str | None, mpicc: str | None,
-                  launcher: str | None, output: str, as_json: bool, forced: bool = False) -> None:
+                  launcher: str | None, output: str, as_json: bool, forced: bool = False, playoff: int = 0) -> None:
     """Run the library benchmark and print its speedups (see ``colltune bench --help``); no
     ``collectives``: the table's."""
     try:
@@ -527,12 +534,13 @@ def bench_library(library: str, table_spec: str, collectives: list[str], sizes: 
         tools = toolchain(library, mpicc, launcher)
         provenance = Provenance(
             source=f"colltune bench --library {library} --table {table_spec} (client {tools.mpicc.name}, "
-                   f"{reps} calls or {min_time:g} s, {warmup} warm-up, {rounds} rounds)",
+                   f"{reps} calls or {min_time:g} s, {warmup} warm-up, {rounds} rounds"
+                   f"{f', {playoff} playoff rounds' if playoff else ''})",
             date=datetime.now(timezone.utc).isoformat(timespec="seconds"), colltune_version=__version__,
             procs=procs)
         results = library_bench(table, table_spec, tools, procs, collectives, sizes, warmup, reps, min_time, rounds,
                                 testbed, provenance, progress=lambda line: click.echo(line, err=True),
-                                forced=forced)
+                                forced=forced, playoff=playoff)
         write_library_bench(results, output)
     except ColltuneError as exc:
         raise click.UsageError(str(exc)) from None
@@ -550,19 +558,20 @@ def print_library_bench(results: LibraryBench, output: str, as_json: bool) -> No
         worst = min(pairs, key=lambda p: p[1])
         summary[coll] = {"geomean": geomean([s for _, s in pairs]), "worst": {"size": worst[0], "speedup": worst[1]},
                          "speedups": {str(size): s for size, s in pairs}}
-        best = {c.size: c.best_forced for c in results.cells if c.collective == coll and c.best_forced}
-        if best:
-            ratios = {size: c.tuned / best[c.size][1] for c in results.cells if c.collective == coll
-                      for size in [c.size] if size in best}
-            summary[coll]["over_best_forced"] = {str(size): r for size, r in ratios.items()}
-            summary[coll]["best_forced"] = {str(size): label for size, (label, _) in best.items()}
+        over = {c.size: c.over_best for c in results.cells if c.collective == coll and c.over_best}
+        if over:
+            summary[coll]["over_best_forced"] = {str(size): ratio for size, (_, ratio, _) in over.items()}
+            summary[coll]["best_forced"] = {str(size): label for size, (label, _, _) in over.items()}
+            summary[coll]["playoff_sizes"] = [size for size, (_, _, played) in over.items() if played]
     if as_json:
         click.echo(json.dumps({"results": output, "library": results.library, "procs": results.procs,
                                "collectives": summary}, indent=1))
         return
     con = console()
     t = Table(title=f"{results.library} with {results.table} against its defaults, P = {results.procs} "
-                    f"(speedup = default / with the file; median of {results.rounds} rounds)")
+                    f"(speedup = default / with the file; median of {results.rounds} rounds"
+                    + (f"; *: over the best forced from {results.playoff} playoff rounds" if results.playoff else "")
+                    + ")")
     forced = any("over_best_forced" in s for s in summary.values())
     for col in ("collective", "geomean", "worst (size)", "speedup by block size (bytes)",
                 *(["with the file / best forced, by size"] if forced else [])):
@@ -570,8 +579,8 @@ def print_library_bench(results: LibraryBench, output: str, as_json: bool) -> No
     for coll, s in summary.items():
         t.add_row(coll, f"{s['geomean']:.2f}", f"{s['worst']['speedup']:.2f} ({s['worst']['size']})",
                   " ".join(f"{size}:{v:.2f}" for size, v in s["speedups"].items()),
-                  *([" ".join(f"{size}:{v:.2f}" for size, v in s.get("over_best_forced", {}).items())]
-                    if forced else []))
+                  *([" ".join(f"{size}:{v:.2f}{'*' if int(size) in s['playoff_sizes'] else ''}"
+                              for size, v in s.get("over_best_forced", {}).items())] if forced else []))
     con.print(t)
     for note in results.notes:
         con.print(f"[dim]{note}[/dim]")

@@ -24,8 +24,19 @@ then runs the client once per algorithm of the library's own that colltune knows
 MPI: its ``coll_tuned_<coll>_algorithm`` variables, since a rules file leaves scatter and the
 reductions that combine out of rank order to the fixed rules), so that the exported choice can
 be compared with the best the library has; after the first round only those still in the race
-(:data:`FORCED_KEEP`).  The results file (format ``colltune-library-bench``, version 1) keeps
-times in seconds with their provenance; speedup is default / tuned.
+(:data:`FORCED_KEEP`).
+
+The best of many forced algorithms, each a median of a few noisy rounds, is biased low: the one
+that comes out fastest is often the one whose rounds were luckiest, so the file is found behind it
+even where the file runs that very algorithm (on the testbed, 2026-11-27: the scattered all-to-all
+of 512 KiB through the file 364-411 ms a round, forced 336-371).  With ``playoff`` rounds, where the
+file is more than :data:`PLAYOFF_OVER` behind the best forced algorithm at some size of a
+collective, the file and each algorithm that beat it so are run again, alternating, in rounds of
+their own, and the cell compares the two on those rounds only (:attr:`Cell.over_best`), which
+the choice of the best did not see.
+
+The results file (format ``colltune-library-bench``, version 2; version 1, without playoffs, is
+still read) keeps times in seconds with their provenance; speedup is default / tuned.
 """
 
 from __future__ import annotations
@@ -55,7 +66,7 @@ from colltune.tune.forcing import openmpi_forcing_environment
 from colltune.tune.table import DecisionTable, fixed_table
 
 FORMAT = "colltune-library-bench"
-VERSION = 1
+VERSION = 2
 #: The MPI libraries whose own collectives can be benchmarked with and without an exported file.
 LIBRARIES = ("mpich", "openmpi")
 #: The C client's source, shipped with the package.
@@ -242,6 +253,10 @@ class Cell(ParamSet):
     forced_rounds: dict[str, tuple[float, ...]] = Field(
         default_factory=dict, description="each forced algorithm's figure in each round it ran, seconds (after the "
                                           "first round only those in the race: FORCED_KEEP)")
+    playoff_tuned: tuple[float, ...] = Field((), description="the file's figure in each playoff round, seconds")
+    playoff_forced: dict[str, tuple[float, ...]] = Field(
+        default_factory=dict, description="each forced algorithm in the playoff (one that beat the file by more "
+                                          "than PLAYOFF_OVER at some size): its figure in each playoff round")
 
     @property
     def speedup(self) -> float:
@@ -256,12 +271,25 @@ class Cell(ParamSet):
         label = min(self.forced, key=self.forced.__getitem__)
         return label, self.forced[label]
 
+    @property
+    def over_best(self) -> tuple[str, float, bool] | None:
+        """The best forced algorithm, the file's time over its time, and whether that ratio comes from
+        the playoff rounds (the medians of the rounds in which both ran there; else the medians of
+        the rounds, which chose that algorithm); None without forced runs."""
+        best = self.best_forced
+        if best is None:
+            return None
+        label, time = best
+        if self.playoff_tuned and label in self.playoff_forced:
+            return label, statistics.median(self.playoff_tuned) / statistics.median(self.playoff_forced[label]), True
+        return label, self.tuned / time, False
+
 
 class LibraryBench(ParamSet):
     """A ``colltune bench --library`` run: the cells and where they come from."""
 
     format: Literal["colltune-library-bench"] = FORMAT
-    version: Literal[1] = VERSION
+    version: Literal[2] = VERSION
     provenance: Provenance
     library: Literal["mpich", "openmpi"]
     table: str = Field(description="the decision table exported")
@@ -271,6 +299,7 @@ class LibraryBench(ParamSet):
     min_time: float = Field(0.0, ge=0, allow_inf_nan=False,
                             description="seconds each size was timed for at least, per run (0: a fixed count)")
     rounds: int = Field(ge=1)
+    playoff: int = Field(0, ge=0, description="playoff rounds (see the module docstring)")
     notes: tuple[str, ...] = Field((), description="the export's notes on nearest equivalents")
     cells: tuple[Cell, ...]
 
@@ -323,14 +352,19 @@ def forced_label(name: str, params: dict) -> str:
 def library_bench(table: DecisionTable, table_name: str, tools: Toolchain, procs: int | None,
                   collectives: Sequence[str], sizes: Sequence[int], warmup: int, iterations: int,
                   min_time: float, rounds: int, testbed: str | None, provenance: Provenance,
-                  progress: Callable[[str], None] = lambda _: None, forced: bool = False) -> LibraryBench:
+                  progress: Callable[[str], None] = lambda _: None, forced: bool = False,
+                  playoff: int = 0) -> LibraryBench:
     """Time ``collectives`` at ``sizes`` with ``tools``' library, as it comes and with ``table``
     exported, alternating over ``rounds`` rounds (see the module docstring), each size in each run
     for ``iterations`` calls or ``min_time`` seconds, whichever is more (:data:`MIN_TIME`); with
     ``forced``, each round also forces each of the library's own algorithms in turn
-    (:func:`forced_runs`)."""
+    (:func:`forced_runs`), and ``playoff`` rounds follow for the collectives where one of them beat
+    the file by more than :data:`PLAYOFF_OVER` (:func:`_rivals`)."""
     if rounds < 1 or iterations < 1 or warmup < 0 or not min_time >= 0:
         raise LibraryBenchError("rounds and iterations must be at least 1, warm-up and the minimum time at least 0")
+    if playoff < 0 or (playoff and not forced):
+        raise LibraryBenchError("playoff rounds compare the file with forced algorithms: they need forced runs and "
+                                "cannot be negative")
     if procs is None and testbed is None:
         raise LibraryBenchError("give the number of ranks (-n) for a local run")
     if forced and tools.library not in _catalogued():
@@ -342,8 +376,10 @@ def library_bench(table: DecisionTable, table_name: str, tools: Toolchain, procs
     force = forced_runs(tools.library, collectives, ranks) if forced else []
     runs: dict[str, list[dict[tuple[str, int], Timing]]] = {"default": [{} for _ in range(rounds)],
                                                             "tuned": [{} for _ in range(rounds)]}
-    #: (collective, size) -> forced label -> each round's figure
+    #: (collective, size) -> forced label -> each round's figure; the same for the playoff rounds,
+    #: with the file's figures under None
     own: dict[tuple[str, int], dict[str, list[float]]] = {}
+    extra_rounds: dict[tuple[str, int], dict[str | None, list[float]]] = {}
     with tempfile.TemporaryDirectory(prefix="colltune-libbench-") as tmp:
         env, notes = exported(table, tools.library, Path(tmp))
         force_env = []
@@ -370,20 +406,34 @@ def library_bench(table: DecisionTable, table_name: str, tools: Toolchain, procs
                     progress(f"round {r + 1}/{rounds}: {coll}: forced {i + 1}/{len(mine)}: {label}")
                     for key, timing in client(coll, extra).items():
                         own.setdefault(key, {}).setdefault(label, []).append(timing.slowest)
+        for coll in collectives if playoff else ():
+            envs = {forced_label(*choices[coll]): extra for choices, extra in zip(force, force_env) if coll in choices}
+            lineup: list[tuple[str | None, dict[str, str]]] = [(None, env)]
+            lineup += [(label, envs[label]) for label in _rivals(coll, runs, own)]
+            if len(lineup) == 1:
+                continue
+            for r in range(playoff):  # the order turns round every round
+                for label, extra in lineup if r % 2 == 0 else lineup[::-1]:
+                    progress(f"playoff {r + 1}/{playoff}: {coll}: "
+                             f"{'with the exported file' if label is None else f'forced {label}'}")
+                    for key, timing in client(coll, extra).items():
+                        extra_rounds.setdefault(key, {}).setdefault(label, []).append(timing.slowest)
     cells = []
     for key in runs["default"][0]:
         d = tuple(run[key].slowest for run in runs["default"])
         t = tuple(run[key].slowest for run in runs["tuned"])
         if min(d) <= 0 or min(t) <= 0:
             raise LibraryBenchError(f"{key[0]} at {key[1]} B: a run timed 0 s; raise the iterations")
-        mine = own.get(key, {})
+        mine, then = own.get(key, {}), extra_rounds.get(key, {})
         cells.append(Cell(collective=key[0], size=key[1], default=statistics.median(d), tuned=statistics.median(t),
                           default_rounds=d, tuned_rounds=t, iterations=runs["default"][0][key].iterations,
                           forced={label: statistics.median(v) for label, v in mine.items()},
-                          forced_rounds={label: tuple(v) for label, v in mine.items()}))
+                          forced_rounds={label: tuple(v) for label, v in mine.items()},
+                          playoff_tuned=tuple(then.get(None, ())),
+                          playoff_forced={label: tuple(v) for label, v in then.items() if label is not None}))
     return LibraryBench(provenance=provenance, library=tools.library, table=table_name, procs=ranks,
-                        testbed=testbed, warmup=warmup, min_time=min_time, rounds=rounds, notes=tuple(notes),
-                        cells=tuple(cells))
+                        testbed=testbed, warmup=warmup, min_time=min_time, rounds=rounds, playoff=playoff,
+                        notes=tuple(notes), cells=tuple(cells))
 
 
 #: After the first round, a forced algorithm is run again only if, at some size, its first-round
@@ -407,6 +457,26 @@ def _in_the_race(collective: str, label: str, runs: dict[str, list[dict[tuple[st
     return False
 
 
+#: The file behind the best forced algorithm by more than this factor at a size ([decide]'s target:
+#: within 5 % of the best of the library's own algorithms) puts that algorithm in the playoff.
+PLAYOFF_OVER = 1.05
+
+
+def _rivals(collective: str, runs: dict[str, list[dict[tuple[str, int], Timing]]],
+            own: dict[tuple[str, int], dict[str, list[float]]]) -> list[str]:
+    """The forced algorithms of ``collective`` that were the best forced one at some size and beat
+    the file there by more than :data:`PLAYOFF_OVER` (medians over the rounds), in label order."""
+    found = set()
+    for key, times in own.items():
+        if key[0] != collective or not times:
+            continue
+        medians = {label: statistics.median(v) for label, v in times.items()}
+        label = min(medians, key=medians.__getitem__)
+        if statistics.median(run[key].slowest for run in runs["tuned"]) > PLAYOFF_OVER * medians[label]:
+            found.add(label)
+    return sorted(found)
+
+
 def _catalogued() -> list[str]:
     from colltune.tune.targets import TARGETS
 
@@ -428,4 +498,6 @@ def write_library_bench(results: LibraryBench, path: str | os.PathLike[str]) -> 
 def read_library_bench(path: str | os.PathLike[str]) -> LibraryBench:
     """Read a results file; a bad one raises :class:`LibraryBenchError` naming the file and field."""
     data = read_json(path, "library benchmark results", LibraryBenchError)
+    if isinstance(data, dict) and data.get("format") == FORMAT and data.get("version") == 1:
+        data = {**data, "version": VERSION}  # version 1 is version 2 without playoff rounds
     return parse_record(LibraryBench, data, str(path), FORMAT, VERSION, LibraryBenchError)
