@@ -187,7 +187,8 @@ def test_where_the_first_two_passes_disagree_the_third_decides() -> None:
 def test_a_challenger_that_continues_the_rule_below_needs_only_to_lead() -> None:
     # the testbed's allreduce of 2026-11-27: the ring up to 480 KiB, MPICH's own from there; in the
     # fresh jobs the ring led by 3 % at 512 KiB (below the tolerance), in the C client by 10 %
-    rules = (Rule(size_min=0, size_max=491519, algorithm="ring"), Rule(size_min=491520, size_max=None, algorithm=NATIVE))
+    rules = (Rule(size_min=0, size_max=491519, algorithm="ring"),
+             Rule(size_min=491520, size_max=None, algorithm=NATIVE))
     times = {256 * KiB: {"ring": 0.044, NATIVE: 0.047}, 512 * KiB: {NATIVE: 0.090, "ring": 0.091}}
     jobs = {("ring", 256 * KiB): 0.044, (NATIVE, 512 * KiB): 0.0924, ("ring", 512 * KiB): 0.0894}
     run = FreshRuns([jobs] * 2)

@@ -149,8 +149,8 @@ def test_forced_mode_times_each_of_mpichs_algorithms(table: Path, tmp_path: Path
     assert summary["over_best_forced"]["4096"] == pytest.approx(cells["bcast"].tuned / cells["bcast"].best_forced[1])
 
 
-def test_playoff_rounds_compare_the_file_with_each_forced_algorithm_that_beat_it(tmp_path: Path,
-                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_playoff_rounds_compare_the_file_with_each_forced_algorithm_that_beat_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The best of many medians is biased low: where a forced algorithm beat the file by more than
     PLAYOFF_OVER, both run again in playoff rounds (their order turning round), and the cell's
     comparison comes from those rounds alone.  The client is replaced by one with known times."""
@@ -165,17 +165,19 @@ def test_playoff_rounds_compare_the_file_with_each_forced_algorithm_that_beat_it
     def progress(line: str) -> None:
         phase["playoff"] = line.startswith("playoff")
 
-    def client(exe, tools, procs, collectives, sizes, warmup, iterations, min_time, testbed, extra):  # type: ignore[no-untyped-def]
-        (coll,) = collectives
+    def client(exe, tools, procs, collectives, sizes, *_):  # type: ignore[no-untyped-def]
+        (coll,), extra = collectives, _[-1]
         path = Path(extra.get("MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE", "default"))
         who = "default" if not extra else "file" if path.parent.name.startswith("colltune-libbench-") else \
             labels[int(path.parent.name.split("-")[1])][coll]
         if phase["playoff"]:
             played.append((coll, who))
-        times = {"file": (1.0, 1.0 if phase["playoff"] else 1.2), "recursive_doubling": (1.0, 1.02 if phase["playoff"]
-                 else 1.0), "reduce_scatter_allgather": (2.0, 2.0), "ring": (1.0, 1.1)}
-        return {(coll, s): lb.Timing(t, t, t, 3) for s, t in zip(sizes, times.get(who, (1.0, 1.0)) if coll ==
-                                                                   "allreduce" else (1.0, 1.0))}
+        # seconds at 4 and 64 KiB; the allreduce only differs
+        times = {"file": (1.0, 1.0 if phase["playoff"] else 1.2),
+                 "recursive_doubling": (1.0, 1.02 if phase["playoff"] else 1.0),
+                 "reduce_scatter_allgather": (2.0, 2.0), "ring": (1.0, 1.1)}
+        mine = times.get(who, (1.0, 1.0)) if coll == "allreduce" else (1.0, 1.0)
+        return {(coll, s): lb.Timing(t, t, t, 3) for s, t in zip(sizes, mine)}
 
     monkeypatch.setattr(lb, "run_client", client)
     monkeypatch.setattr(lb, "build_client", lambda tools, cache=None: tmp_path / "collbench")
@@ -192,7 +194,8 @@ def test_playoff_rounds_compare_the_file_with_each_forced_algorithm_that_beat_it
     assert big.best_forced == ("recursive_doubling", 1.0) and big.tuned == pytest.approx(1.2)
     assert big.playoff_tuned == (1.0, 1.0) and big.playoff_forced == {"recursive_doubling": (1.02, 1.02)}
     assert big.over_best == ("recursive_doubling", pytest.approx(1.0 / 1.02), True)
-    assert all(not c.playoff_tuned and c.over_best[1:] == (1.0, False) for c in results.cells if c.collective == "bcast")
+    assert all(not c.playoff_tuned and c.over_best[1:] == (1.0, False)
+               for c in results.cells if c.collective == "bcast")
     assert results.playoff == 2
     # written and read back; a version 1 file (no playoff) still reads
     lb.write_library_bench(results, tmp_path / "r.json")

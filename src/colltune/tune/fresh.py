@@ -34,9 +34,9 @@ the tolerance keeps the library's own choice where it is as fast, but after anot
 sizes that choice is not what the library runs by itself, which would have run it at the sizes
 before too, and the switch costs the program more than a fresh job's ten calls see (on the
 testbed, 2026-11-27: MPICH's own allreduce of 512 KiB after the ring's 256 KiB, 92.4 against the
-ring's 89.4 ms in the fresh jobs, 100-103 against 88-93 ms in the C client).  A contested size between two sizes that go to the
-same challenger goes to it too where it was faster in all passes together (as
-:meth:`colltune.tune.select.Tuner._bridge` does in the job).  This module only decides; it has no MPI.
+ring's 89.4 ms in the fresh jobs, 100-103 against 88-93 ms in the C client).  A contested size
+between two sizes that go to the same challenger goes to it too where it was faster in all passes
+together (as :meth:`colltune.tune.select.Tuner._bridge` does in the job).  This module only decides; it has no MPI.
 """
 
 from __future__ import annotations
