@@ -62,7 +62,7 @@ from pathlib import Path
 
 from colltune.testbed.net import TCP_CONGESTION
 from colltune.tune import NATIVE, fixed_table, read_table, write_table
-from colltune.tune.library_bench import MIN_TIME, forced_label, geomean, read_library_bench
+from colltune.tune.library_bench import MIN_TIME, PLAYOFF_OVER, forced_label, geomean, read_library_bench
 from colltune.units import parse_bytes
 
 COLLECTIVES = ("bcast", "scatter", "gather", "allgather", "alltoall", "reduce", "allreduce")
@@ -122,13 +122,13 @@ def summary(path: Path, table: Path) -> dict[str, dict[str, float]]:
         worst = min(cells, key=lambda c: c.speedup)
         row = {"geomean": geomean([c.speedup for c in cells]), "worst": worst.speedup, "worst_size": worst.size,
                "below_0.95": sum(c.speedup < 0.95 for c in cells), "sizes": len(cells)}
-        over = [(ratio, label, c.size) for c in cells if c.over_best for label, ratio, _ in [c.over_best]]
+        over = [(best[1], best[0], c.size) for c in cells if (best := c.over_best)]
         if over:
             ratios = [r for r, _, _ in over]
             chosen = [(r, label, decided.lookup(coll, results.procs, size)) for r, label, size in over if r > 1.05]
             row.update({"over_best_max": max(ratios), "over_best_geomean": geomean(ratios),
                         "over_best_above_1.05": len(chosen),
-                        "over_best_above_1.05_before_playoff": sum(c.tuned > 1.05 * best[1] for c in cells
+                        "over_best_above_1.05_before_playoff": sum(c.tuned > PLAYOFF_OVER * best[1] for c in cells
                                                                    if (best := c.best_forced)),
                         "over_best_above_1.05_same": sum(forced_label(*ch) == label for _, label, ch in chosen),
                         "over_best_above_1.05_default": sum(ch[0] == NATIVE for _, _, ch in chosen)})

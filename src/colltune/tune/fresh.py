@@ -36,7 +36,8 @@ before too, and the switch costs the program more than a fresh job's ten calls s
 testbed, 2026-11-27: MPICH's own allreduce of 512 KiB after the ring's 256 KiB, 92.4 against the
 ring's 89.4 ms in the fresh jobs, 100-103 against 88-93 ms in the C client).  A contested size
 between two sizes that go to the same challenger goes to it too where it was faster in all passes
-together (as :meth:`colltune.tune.select.Tuner._bridge` does in the job).  This module only decides; it has no MPI.
+together (as :meth:`colltune.tune.select.Tuner._bridge` does in the job).  This module only
+decides; it has no MPI.
 """
 
 from __future__ import annotations
@@ -149,6 +150,12 @@ def _overlay(spans: list[tuple[int, int | None, Choice, Rule]], lo: int, hi: int
     return merged
 
 
+def _continues(rules: Sequence[Rule], grid: Sequence[int], contest: Contest) -> bool:
+    """True if ``contest``'s challenger is what ``rules`` run at the grid size before its size."""
+    i = grid.index(contest.size)
+    return i > 0 and rule_choice(_rule_at(rules, grid[i - 1])) == contest.challenger
+
+
 def _label(ch: Choice) -> str:
     return ch[0] + (f" {dict(ch[1])}" if ch[1] else "")
 
@@ -170,8 +177,7 @@ def check_fresh(run: FreshRun, collective: str, procs: int, rules: tuple[Rule, .
     contested = {c.size: c for c in found}
     sequences = {name: [(s, pick(contested[s]) if s in contested else rule_choice(_rule_at(rules, s))) for s in span]
                  for name, pick in (("holders", lambda c: c.holder), ("challengers", lambda c: c.challenger))}
-    bar = {c.size: 0.0 if grid.index(c.size) and rule_choice(_rule_at(rules, grid[grid.index(c.size) - 1])) ==
-           c.challenger else tolerance for c in found}
+    bar = {c.size: 0.0 if _continues(rules, grid, c) else tolerance for c in found}
     passes: list[dict[str, dict[int, float]]] = []
     wins: dict[int, int] = {}
     orders = (("holders", "challengers"), ("challengers", "holders"), ("holders", "challengers"))
