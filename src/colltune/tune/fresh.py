@@ -36,8 +36,7 @@ before too, and the switch costs the program more than a fresh job's ten calls s
 testbed, 2026-11-27: MPICH's own allreduce of 512 KiB after the ring's 256 KiB, 92.4 against the
 ring's 89.4 ms in the fresh jobs, 100-103 against 88-93 ms in the C client).  A contested size
 between two sizes that go to the same challenger goes to it too where it was faster in all passes
-together (as :meth:`colltune.tune.select.Tuner._bridge` does in the job).  This module only
-decides; it has no MPI.
+together.  This module only decides; it has no MPI.
 """
 
 from __future__ import annotations
@@ -46,7 +45,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from colltune.tune.select import SURE_LEAD, Choice, RulesCheck, choice
+from colltune.tune.select import SURE_LEAD, Choice, RulesCheck, choice, label
 from colltune.tune.sequence import NATIVE_CHOICE, rule_choice
 from colltune.tune.table import NATIVE, Rule, Sample
 
@@ -156,10 +155,6 @@ def _continues(rules: Sequence[Rule], grid: Sequence[int], contest: Contest) -> 
     return i > 0 and rule_choice(_rule_at(rules, grid[i - 1])) == contest.challenger
 
 
-def _label(ch: Choice) -> str:
-    return ch[0] + (f" {dict(ch[1])}" if ch[1] else "")
-
-
 def check_fresh(run: FreshRun, collective: str, procs: int, rules: tuple[Rule, ...], sizes: Sequence[int],
                 samples: Mapping[int, Sample], settle_call: float, tolerance: float,
                 same: SameAsNative = lambda *_: False, say: Callable[[str], None] = lambda _: None,
@@ -210,8 +205,8 @@ def check_fresh(run: FreshRun, collective: str, procs: int, rules: tuple[Rule, .
             continue
         fresh = " and ".join(f"{p['challengers'][c.size] * 1e3:.3g} against {p['holders'][c.size] * 1e3:.3g} ms"
                              for p in passes)
-        line = (f"fresh jobs: {collective} at P = {procs}: {_label(c.challenger)} at {c.size} B ({fresh} in fresh "
-                f"jobs; {c.theirs * 1e3:.3g} against {c.held * 1e3:.3g} ms in this job) instead of {_label(c.holder)}")
+        line = (f"fresh jobs: {collective} at P = {procs}: {label(c.challenger)} at {c.size} B ({fresh} in fresh "
+                f"jobs; {c.theirs * 1e3:.3g} against {c.held * 1e3:.3g} ms in this job) instead of {label(c.holder)}")
         say(line)
         if notes is not None:
             notes.append(line)

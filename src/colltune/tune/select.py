@@ -162,6 +162,11 @@ def grid_sizes(max_size: int) -> list[int]:
     return sorted(set(sizes + [max_size]))
 
 
+def label(ch: Choice) -> str:
+    """``name`` or ``name {params}``, for progress lines."""
+    return ch[0] + (f" {dict(ch[1])}" if ch[1] else "")
+
+
 def _order(c: Candidate) -> tuple[float, int, str]:
     return c.time, c.algorithm != NATIVE, c.algorithm
 
@@ -187,7 +192,7 @@ class Tuner:
     _checks: dict[tuple[Choice, int], bool] = field(default_factory=dict)
     #: The winner at each sampled size, once decided (:meth:`winner`).
     _won: dict[int, Choice] = field(default_factory=dict)
-    #: ``say(line)`` hears of each one-size island bridged (:meth:`_bridge`).
+    #: ``say(line)`` hears of each size where a rule goes on within the tolerance (:meth:`winner`).
     say: Callable[[str], None] | None = None
 
     def sample(self, size: int) -> Sample:
@@ -232,20 +237,32 @@ class Tuner:
     def winner(self, size: int) -> Choice:
         """The fastest choice at ``size``; ``native`` where it is fastest or cannot be priced.
 
-        With a tolerance, where a call is long (:meth:`_settles`), the choice that won at the
-        sampled size below (:meth:`_held`) goes on wherever it is within the tolerance of the
-        fastest, ``native`` included: it stands in for the fastest against ``native`` where it
-        leads ``native`` by more than the tolerance (and is confirmed as the fastest would be),
-        and is kept where the two are within the tolerance of each other, either way.  Timings
-        that close say nothing of which is faster, but a switch at the top of a rule costs the
-        change of traffic pattern.  On the 8-host testbed under MPICH (2026-11-26), the tuner took
-        MPICH's ring allreduce up to 256 KiB (a lead of 12 % there) and above it gave 512 KiB once
-        back to MPICH's own choice, the ring leading it by 3 % (87.4 against 90.1 ms), and once to
+        With a tolerance, the choice that won at the sampled size below (:meth:`_held`) goes on
+        wherever it is within the tolerance of the fastest, ``native`` included: it stands in for
+        the fastest against ``native`` where it leads ``native`` by more than the tolerance (and is
+        confirmed as the fastest would be); where the two are within the tolerance of each other
+        it is kept if it leads ``native`` at all, and where a call is long (:meth:`_settles`) also
+        if it is behind.  Timings that close say nothing of which is faster, but a switch at the
+        top of a rule costs the change of traffic pattern, and a rule bisected up to a grid size
+        (:meth:`_refine`, where any lead counts) should not end there for a lead that the grid
+        size alone would have to confirm beyond the tolerance.
+
+        Long calls: on the 8-host testbed under MPICH (2026-11-26), the tuner took MPICH's ring
+        allreduce up to 256 KiB (a lead of 12 % there) and above it gave 512 KiB once back to
+        MPICH's own choice, the ring leading it by 3 % (87.4 against 90.1 ms), and once to
         Rabenseifner's, which led the ring by 0.06 % (88.78 against 88.83 ms).  In the C client,
         which runs the sizes in ascending order, MPICH's own allreduce of 512 KiB then took 97.1 ms
         right after the ring of 256 KiB, against 87.8 ms with the defaults and 88.7 ms for the ring
         forced at every size; and Rabenseifner's took 95.5 ms, against 91.9 ms forced at every size
-        and 88.8 ms for the ring: each switch cost 4-10 %, up to twice the tolerance."""
+        and 88.8 ms for the ring: each switch cost 4-10 %, up to twice the tolerance.
+
+        Short calls: on the same testbed (2026-11-27), the pairwise all-to-all led MPICH's own
+        choice at 4 KiB in five of six tuning jobs by 1-4 % (3.20 against 3.27 ms), its rule was
+        bisected up to 4095 B, and 4096 B went back to MPICH's own choice (the scattered one); in
+        the C client, right after the pairwise exchange of 2 KiB, that ran 3.24-3.53 ms, against
+        3.09-3.44 ms for the same algorithm under the defaults and 3.08-3.13 ms for the pairwise
+        exchange forced: 0.93 of the defaults.  Only a lead is enough there, since nothing in a
+        short call's timings says its switch costs more than the tolerance."""
         if size in self._sides:
             return self._sides[size]
         if size not in self._won:
@@ -259,12 +276,16 @@ class Tuner:
         native = next(c for c in s.candidates if c.algorithm == NATIVE).time
         best, fastest = choice(s.candidates[0].algorithm, s.candidates[0].params), s.candidates[0].time
         settles = self._settles(size)
-        held = self._held(size) if settles and self.tolerance else None
+        held = self._held(size) if self.tolerance else None
         held_time = self.time(held, size) if held is not None else math.inf
         if held is not None and held_time <= fastest * (1 + self.tolerance):
-            if native <= held_time * (1 + self.tolerance):
+            if native > held_time * (1 + self.tolerance):
+                best, fastest = held, held_time
+            elif settles or held_time < native:
+                self._tell(f"{self.collective} at P = {self.procs}: {label(held)} goes on at {size} B "
+                           f"({held_time * 1e3:.3g} ms against {NATIVE}'s {native * 1e3:.3g} ms there, within "
+                           f"{self.tolerance:.0%}; fastest {fastest * 1e3:.3g} ms)")
                 return held
-            best, fastest = held, held_time
         if best[0] == NATIVE:
             return best
         # a lead below the tolerance is looked at again only where a call is short (_confirmed)
@@ -389,37 +410,14 @@ class Tuner:
             self.sample(right)
             self._refine(right, hi, depth + 1)
 
-    def _bridge(self, sizes: Sequence[int]) -> None:
-        """With a tolerance (timed prices): a grid size whose winner is ``native`` between two grid
-        sizes won by the same other choice goes to that choice where it was timed faster than
-        ``native`` there.  Times are smooth in the size, so a choice that beats ``native`` by more
-        than the tolerance on both sides and leads it in between is at least as fast there, and a
-        one-size island of ``native`` costs two switches of traffic pattern and a lost lead.  On
-        the 8-host testbed under MPICH (2026-11-26) the ring allreduce won at 32 and 128 KiB
-        (9.7 % and 5-8 % ahead of MPICH's own choice), led it at 64 KiB by 4.3 % and 3.9 % in the
-        job, below the tolerance, and the file kept MPICH's own choice at 64-72 KiB between two
-        ring rules, where the C client found the ring 6-7 % faster."""
-        if not self.tolerance:
-            return
-        native = choice(NATIVE, {})
-        for lo, mid, hi in zip(sizes, sizes[1:], sizes[2:]):
-            around = self.winner(lo)
-            if around[0] == NATIVE or self.winner(hi) != around or self.winner(mid) != native:
-                continue
-            mine, theirs = self.time(around, mid), self.time(native, mid)
-            if mine < theirs:
-                self._won[mid] = around
-                if self.say is not None:
-                    label = around[0] + (f" {dict(around[1])}" if around[1] else "")
-                    self.say(f"bridge: {self.collective} at P = {self.procs}: {label} at {mid} B (won at {lo} and "
-                             f"{hi} B, timed {mine * 1e3:.3g} ms against {NATIVE}'s {theirs * 1e3:.3g} ms there)")
+    def _tell(self, line: str) -> None:
+        if self.say is not None:
+            self.say(line)
 
     def rules(self, sizes: Sequence[int]) -> tuple[Rule, ...]:
-        """The size rules from the grid ``sizes`` (ascending, starting at 0), boundaries refined;
-        with a tolerance, one-size islands of ``native`` bridged first (:meth:`_bridge`)."""
+        """The size rules from the grid ``sizes`` (ascending, starting at 0), boundaries refined."""
         for s in sizes:
             self.sample(s)
-        self._bridge(sizes)
         for lo, hi in itertools.pairwise(sizes):
             self._refine(lo, hi)
         points = sorted({*self.samples, *self._sides})
@@ -475,7 +473,7 @@ def tune_collective(pricer: Pricer, collective: str, procs_list: Iterable[int], 
                     check: RulesCheck | None = None, say: Callable[[str], None] | None = None) -> tuple[Block, ...]:
     """The blocks of one collective: rules at each process count of ``procs_list`` for sizes
     0 .. ``max_size`` bytes (a barrier has size 0 only), choosing among ``space``, each passed
-    through ``check`` if given; ``say`` hears of each island bridged (:attr:`Tuner.say`)."""
+    through ``check`` if given; ``say`` hears where a rule goes on (:attr:`Tuner.say`)."""
     sizes = [0] if get_collective(collective).synchronizes else grid_sizes(max_size)
     per_procs = []
     for procs in sorted(set(procs_list)):
@@ -503,8 +501,8 @@ def build_table(pricer: Pricer, method: Method, collectives: Iterable[str], proc
     ``tolerance``: see :attr:`Tuner.tolerance` (0 for predictions, which have no noise);
     ``commutative``: the program's reductions are all commutative (:attr:`DecisionTable.commutative`);
     ``check``: a last look at each collective's rules at each process count, in the job
-    (:func:`colltune.tune.sequence.in_order_hook`); ``say``: hears of each one-size island of
-    ``native`` bridged (:meth:`Tuner._bridge`)."""
+    (:func:`colltune.tune.sequence.in_order_hook`); ``say``: hears of each size where a rule goes on
+    within the tolerance (:meth:`Tuner.winner`)."""
     if not procs_list or min(procs_list) < 1:
         raise ParameterError(f"process counts must be >= 1, got {list(procs_list)}")
     if max_size < 0:
