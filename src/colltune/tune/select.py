@@ -16,7 +16,9 @@ simulator), under MPI :class:`colltune.tune.measure.MeasurePricer` and
 times only the candidates a prediction leaves in the race.  ``native`` wins ties,
 and wins where it cannot be priced (no formula for its equivalent, :mod:`colltune.tune.native`),
 so a table never picks an algorithm that is not known to be strictly faster than the MPI
-library's own.  Among parameter values that tie, the algorithm's default wins.
+library's own, except that with a tolerance (timed prices) a rule's choice goes on where it is
+within the tolerance of the fastest (:meth:`Tuner.winner`).  Among parameter values that tie, the
+algorithm's default wins.
 """
 
 from __future__ import annotations
