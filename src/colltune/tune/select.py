@@ -263,8 +263,8 @@ class Tuner:
         bisected up to 4095 B, and 4096 B went back to MPICH's own choice (the scattered one); in
         the C client, right after the pairwise exchange of 2 KiB, that ran 3.24-3.53 ms, against
         3.09-3.44 ms for the same algorithm under the defaults and 3.08-3.13 ms for the pairwise
-        exchange forced: 0.93 of the defaults.  Only a lead is enough there, since nothing in a
-        short call's timings says its switch costs more than the tolerance."""
+        exchange forced: 0.93 of the defaults.  There the choice must lead ``native``, however
+        little: no timing of a short call has shown a switch that costs more than the tolerance."""
         if size in self._sides:
             return self._sides[size]
         if size not in self._won:
