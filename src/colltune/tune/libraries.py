@@ -61,8 +61,10 @@ OPENMPI_IDS = {"allgather": 0, "allreduce": 2, "alltoall": 3, "barrier": 6, "bca
 #: gave wrong results from binomial reduce and segmented-ring allreduce in this project's tests).
 OPENMPI_ANY_OPERATION = {"reduce": frozenset({1, 6, 7}), "allreduce": frozenset({1, 2, 3, 6})}
 #: Collectives a rules file leaves to Open MPI's fixed rules whatever was decided, and why.
-OPENMPI_FIXED_ONLY = {"scatter": "Open MPI sizes a scatter from the send count, which only the root passes, "
-                                 "so the ranks would pick different algorithms"}
+#: Open MPI 5's coll_tuned_decision_dynamic.c sizes a scatter on every rank from that rank's send
+#: count and type, which MPI makes significant only at the root.
+OPENMPI_FIXED_ONLY = {"scatter": "Open MPI sizes a scatter from each rank's send count, which MPI reads only at "
+                                 "the root, so the ranks could pick different algorithms"}
 
 
 def openmpi_rule_problem(collective: str, number: int, commutative: bool = False) -> str | None:
