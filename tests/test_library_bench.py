@@ -165,8 +165,8 @@ def test_playoff_rounds_compare_the_file_with_each_forced_algorithm_that_beat_it
     def progress(line: str) -> None:
         phase["playoff"] = line.startswith("playoff")
 
-    def client(exe, tools, procs, collectives, sizes, *_):  # type: ignore[no-untyped-def]
-        (coll,), extra = collectives, _[-1]
+    def client(exe, tools, procs, collectives, sizes, *rest):  # type: ignore[no-untyped-def]
+        (coll,), extra = collectives, rest[-1]  # the environment the client runs with comes last
         path = Path(extra.get("MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE", "default"))
         who = "default" if not extra else "file" if path.parent.name.startswith("colltune-libbench-") else \
             labels[int(path.parent.name.split("-")[1])][coll]

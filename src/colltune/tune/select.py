@@ -413,6 +413,7 @@ class Tuner:
             self._refine(right, hi, depth + 1)
 
     def _tell(self, line: str) -> None:
+        """Pass a progress line to :attr:`say`, if there is one."""
         if self.say is not None:
             self.say(line)
 
