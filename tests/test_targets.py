@@ -22,7 +22,9 @@ from colltune.profiles.format import Provenance
 from colltune.sim import simulate
 from colltune.tune import NATIVE, Block, DecisionTable, Rule, build_table, read_table, write_table
 from colltune.tune.export import mpich_json, openmpi_rules
-from colltune.tune.libraries import OPENMPI_FIXED_ONLY
+from colltune.tune.libraries import OPENMPI_ROOT_SIZED
+from colltune.tune.library_bench import read_library_bench
+from colltune.tune.promises import Promises
 from colltune.tune.select import SimPricer
 from colltune.tune.table import TableError, parse_table
 from colltune.tune.targets import (
@@ -39,12 +41,15 @@ MPIEXEC = Path(sys.executable).parent / "mpiexec"
 LOGGOPS = LogGP(L=5e-6, o=1.5e-6, g=1e-6, G=1e-9, O=0.0, S=65536)
 
 
-def every_mpich_table(procs: int = 8, procs_max: int = 64, library: str = "mpich") -> DecisionTable:
+def every_mpich_table(procs: int = 8, procs_max: int = 64, library: str = "mpich",
+                      promises: Promises | None = None) -> DecisionTable:
     """Every MPICH (or ``library``) algorithm colltune prices, each variant at ``procs`` ranks and
-    64 KiB, and native, each owning RULE_STEP bytes, for 1..procs_max ranks."""
+    64 KiB, and native, each owning RULE_STEP bytes, for 1..procs_max ranks; for a program that
+    ``promises`` (none by default)."""
+    promises = promises or Promises()
     colls: dict[str, tuple[Block, ...]] = {}
     for coll in ("bcast", "scatter", "gather", "allgather", "alltoall", "reduce", "allreduce", "barrier"):
-        choices = [(NATIVE, {})] + [(name, v) for name in LibrarySpace(library).names(coll)
+        choices = [(NATIVE, {})] + [(name, v) for name in LibrarySpace(library, promises).names(coll)
                                     for v in TARGETS[library][(coll, name)].variants(procs, 65536)]
         if coll == "barrier":
             choices = choices[1:]
@@ -52,7 +57,7 @@ def every_mpich_table(procs: int = 8, procs_max: int = 64, library: str = "mpich
                            algorithm=name, params=params) for i, (name, params) in enumerate(choices))
         colls[coll] = (Block(procs_min=1, procs_max=procs_max, tuned_at=(procs,), rules=rules),)
     return DecisionTable(method="model", provenance=Provenance(source="tests"), collectives=colls,
-                         library=library)  # type: ignore[arg-type]
+                         library=library, promises=promises)  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="module")
@@ -277,7 +282,8 @@ def test_open_mpi_reads_the_forcing_environment(openmpi_venv: Path, colltune_sit
 def test_open_mpi_runs_every_algorithm_of_its_catalogue_from_the_export(tmp_path: Path, openmpi_venv: Path) -> None:
     table = every_mpich_table(library="openmpi")
     rules, notes = openmpi_rules(table)
-    assert notes == ["Open MPI: scatter is left to Open MPI's fixed rules: " + OPENMPI_FIXED_ONLY["scatter"]]
+    assert notes == ["Open MPI: scatter is left to Open MPI's fixed rules: " + OPENMPI_ROOT_SIZED["scatter"][1]
+                     + " (unless tuned with --uniform-scatter)"]
     # written as decided: the candidates are what a rules file can carry (a scatter has only native);
     # reduce and allreduce, checked below with a non-commutative operation, keep rank order
     (tmp_path / "ompi.rules").write_text(rules)
@@ -350,20 +356,20 @@ def test_open_mpi_candidates_are_what_a_rules_file_can_carry() -> None:
 def test_a_commutative_program_lets_open_mpi_files_carry_out_of_order_reductions(tmp_path: Path) -> None:
     """``tune --commutative``: the table says so, the tuner for Open MPI chooses among the reductions
     that combine out of rank order too, and the export writes them (scatter stays with Open MPI)."""
-    ompi = LibrarySpace("openmpi", commutative=True)
+    ompi = LibrarySpace("openmpi", Promises(commutative=True))
     assert ompi.names("reduce") == [n for c, n in TARGETS["openmpi"] if c == "reduce"]
     assert ompi.names("allreduce") == [n for c, n in TARGETS["openmpi"] if c == "allreduce"]
     assert ompi.names("scatter") == []
     block = (Block(procs_min=2, procs_max=8, tuned_at=(8,), rules=(
         Rule(size_min=0, size_max=None, algorithm="binomial", params={"segsize": 0}),)),)
     own = DecisionTable(method="model", provenance=Provenance(source="tests"), library="openmpi",  # type: ignore[arg-type]
-                        collectives={"reduce": block}, commutative=True)
+                        collectives={"reduce": block}, promises=Promises(commutative=True))
     assert "\n0 5 0 0 0\n" in openmpi_rules(own)[0]
     ring = (Block(procs_min=2, procs_max=8, tuned_at=(8,), rules=(
         Rule(size_min=0, size_max=None, algorithm="ring", params={"segment_size": 8192}),)),)
     for commutative, row in ((True, "\n0 5 0 8192 0\n"), (False, "\n0 0 0 0 0\n")):
         ours = DecisionTable(method="model", provenance=Provenance(source="tests"),  # type: ignore[arg-type]
-                             collectives={"allreduce": ring}, commutative=commutative)
+                             collectives={"allreduce": ring}, promises=Promises(commutative=commutative))
         text, notes = openmpi_rules(ours)
         assert row in text and any("fixed rules" in n for n in notes) is not commutative
     out = tmp_path / "t.json"
@@ -372,12 +378,83 @@ def test_a_commutative_program_lets_open_mpi_files_carry_out_of_order_reductions
                                     "1MiB", "-o", str(out), "--openmpi-rules", str(tmp_path / "o.rules")])
     assert res.exit_code == 0, res.output
     table = read_table(out)
-    assert table.commutative and table.provenance.source.endswith("--library openmpi --commutative")
+    assert table.promises == Promises(commutative=True)
+    assert table.provenance.source.endswith("--library openmpi --commutative")
     chosen = {(c, r.algorithm) for c, blocks in table.collectives.items() for r in blocks[0].rules}
     assert chosen - {("reduce", "linear"), ("reduce", "rabenseifner"), ("allreduce", "nonoverlapping"),
                      ("allreduce", "recursive_doubling"), ("allreduce", "rabenseifner"), ("reduce", NATIVE),
                      ("allreduce", NATIVE)}, chosen  # something only a commutative program may run
     assert openmpi_rules(table)[0] == (tmp_path / "o.rules").read_text()
+
+
+def scatter_table(library: str, promises: Promises, first: str, then: str) -> DecisionTable:
+    """A scatter table for 2-8 ranks: ``first`` below 1024 bytes a block, ``then`` from there."""
+    rules = (Rule(size_min=0, size_max=1023, algorithm=first), Rule(size_min=1024, size_max=None, algorithm=then))
+    return DecisionTable(method="model", provenance=Provenance(source="tests"), library=library,  # type: ignore[arg-type]
+                         collectives={"scatter": (Block(procs_min=2, procs_max=8, tuned_at=(8,), rules=rules),)},
+                         promises=promises)
+
+
+def test_a_uniform_scatter_lets_open_mpi_files_carry_scatter_rules(tmp_path: Path) -> None:
+    """``tune --uniform-scatter``: the program passes MPI_Scatter the root's send count on every
+    rank, so Open MPI (which sizes a scatter from each rank's own) finds the same rule everywhere;
+    the tuner for Open MPI then chooses among its scatter algorithms, the table says so, and the
+    export writes them, sized as Open MPI sizes a scatter (the whole buffer, P times the block)."""
+    uniform = Promises(uniform_scatter=True)
+    assert LibrarySpace("openmpi", uniform).names("scatter") == [n for c, n in TARGETS["openmpi"] if c == "scatter"]
+    assert LibrarySpace("openmpi", uniform).names("reduce") == ["linear", "rabenseifner"]  # one promise, not both
+    text, notes = openmpi_rules(scatter_table("openmpi", uniform, "binomial", "basic_linear"))
+    for procs in range(2, 9):  # a communicator block per P: its size, 2 rules, the rules
+        assert f"\n{procs}\n2\n0 2 0 0 0\n{1024 * procs} 1 0 0 0\n" in text, procs
+    assert notes == []
+    with pytest.raises(TableError, match="Open MPI scatter/binomial cannot go in a rules file"):
+        openmpi_rules(scatter_table("openmpi", Promises(), "binomial", "basic_linear"))
+    # colltune's own scatter algorithms, exported as Open MPI's nearest: written only where promised
+    ours, notes = openmpi_rules(scatter_table("colltune", uniform, "binomial_tree", "flat_tree"))
+    assert "\n0 2 0 0 0\n8192 1 0 0 0\n" in ours and not any("fixed rules" in n for n in notes)
+    ours, notes = openmpi_rules(scatter_table("colltune", Promises(), "binomial_tree", "flat_tree"))
+    assert "# scatter" not in ours and notes[0].startswith("Open MPI: scatter is left to Open MPI's fixed rules")
+    out = tmp_path / "t.json"
+    res = CliRunner().invoke(main, ["tune", "--profile", "builtin:ethernet-10g-tcp", "--library", "openmpi",
+                                    "--uniform-scatter", "--procs", "8", "-c", "scatter", "--max-size", "64KiB",
+                                    "-o", str(out), "--openmpi-rules", str(tmp_path / "o.rules")])
+    assert res.exit_code == 0, res.output
+    table = read_table(out)
+    assert table.promises == uniform and table.provenance.source.endswith("--library openmpi --uniform-scatter")
+    assert openmpi_rules(table)[0] == (tmp_path / "o.rules").read_text()
+    assert "# scatter" in (tmp_path / "o.rules").read_text()
+
+
+def test_a_table_written_before_the_promises_were_grouped_keeps_its_commutative_promise(tmp_path: Path) -> None:
+    table = scatter_table("colltune", Promises(commutative=True), "binomial_tree", "flat_tree")
+    old = json.loads(table.to_json())
+    old["commutative"] = old.pop("promises")["commutative"]
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    assert read_table(tmp_path / "old.json") == table
+    old["promises"] = {"commutative": True}
+    (tmp_path / "both.json").write_text(json.dumps(old))
+    with pytest.raises(TableError, match="commutative"):
+        read_table(tmp_path / "both.json")
+
+
+def test_open_mpi_runs_each_scatter_rule_of_a_uniform_scatter_file_on_every_rank(tmp_path: Path,
+                                                                                  openmpi_venv: Path) -> None:
+    """The C client passes the root's count to MPI_Scatter on every rank (as ``--uniform-scatter``
+    promises): under a rules file that gives each of Open MPI's scatter algorithms a range of
+    sizes, every size on either side of each boundary runs to the end on 3 ranks."""
+    table = every_mpich_table(library="openmpi", promises=Promises(uniform_scatter=True))
+    scatter = table.collectives["scatter"][0].rules
+    assert [r.algorithm for r in scatter] == [NATIVE, "basic_linear", "binomial", "linear_nb"]
+    write_table(table.model_copy(update={"collectives": {"scatter": table.collectives["scatter"]}}), tmp_path / "t.json")
+    sizes = sorted({s for r in scatter[1:] for s in (r.size_min - 1, r.size_min)})
+    out = tmp_path / "lib.json"
+    res = run_bounded([sys.executable, "-m", "colltune", "bench", "--library", "openmpi", "--table",
+                       str(tmp_path / "t.json"), "-n", "3", "--sizes", ",".join(map(str, sizes)), "--reps", "3",
+                       "--rounds", "1", "--min-time", "0", "-c", "scatter", "--mpicc",
+                       str(openmpi_venv / "bin" / "mpicc"), "--mpiexec", str(openmpi_venv / "bin" / "mpirun"),
+                       "-o", str(out)], 240, "colltune bench --library openmpi (scatter rules)")
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert sorted(c.size for c in read_library_bench(out).cells) == sizes
 
 
 @pytest.mark.parametrize("algorithm", ["flat_tree", "binary_tree", "knomial_tree", "flat_tree_segmented",

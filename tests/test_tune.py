@@ -29,7 +29,7 @@ from colltune.tune.export import (
     openmpi_json,
     openmpi_rules,
 )
-from colltune.tune.libraries import OPENMPI, OPENMPI_FIXED_ONLY, OPENMPI_IDS, openmpi_rule_problem
+from colltune.tune.libraries import OPENMPI, OPENMPI_IDS, OPENMPI_ROOT_SIZED, openmpi_rule_problem
 from colltune.tune.table import fixed_table
 
 MPI_DIR = Path(__file__).parent / "mpi"
@@ -137,7 +137,7 @@ def test_openmpi_rules_read_back_give_the_table_decisions(table):
     text, notes = openmpi_rules(table)
     parsed = parse_openmpi_classic(text)
     ids = {v: k for k, v in OPENMPI_IDS.items()}
-    assert {ids[c] for c in parsed} == set(COLLS) - set(OPENMPI_FIXED_ONLY)
+    assert {ids[c] for c in parsed} == set(COLLS) - set(OPENMPI_ROOT_SIZED)
     for cid, comms in parsed.items():
         coll = ids[cid]
         for procs in range(2, 18):
@@ -155,7 +155,7 @@ def test_openmpi_rules_read_back_give_the_table_decisions(table):
                     assert rule[3] == params["segment_size"]
     assert any("has no exact equivalent" in n for n in notes) or all(
         OPENMPI[(c, r.algorithm)].exact for c, bl in table.collectives.items() for b in bl for r in b.rules
-        if r.algorithm != NATIVE and c not in OPENMPI_FIXED_ONLY)
+        if r.algorithm != NATIVE and c not in OPENMPI_ROOT_SIZED)
 
 
 def test_openmpi_json_has_explicit_ranges(table):

@@ -8,6 +8,7 @@ the C client under MPICH or Open MPI with and without the exported file
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import time
 from collections.abc import Callable
@@ -62,6 +63,7 @@ from colltune.tune.library_bench import (
     toolchain,
     write_library_bench,
 )
+from colltune.tune.promises import Promises, flag
 from colltune.tune.select import REGISTRY_SPACE, RulesCheck, chain
 from colltune.tune.targets import TARGETS
 from colltune.units import parse_bytes, parse_int_list, parse_size_list
@@ -81,6 +83,19 @@ def _export_files(table: DecisionTable, files: dict[str, str | None]) -> list[st
             write_atomic(path, text)
             notes += [n for n in more if n not in notes]
     return notes
+
+
+def promise_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``command`` with one flag per field of :class:`Promises` (``--commutative``, ...), passed to it
+    together as one ``promises`` argument."""
+    @functools.wraps(command)
+    def promised(*args: Any, **kwargs: Any) -> Any:
+        given = {name: kwargs.pop(name) for name in Promises.model_fields}
+        return command(*args, promises=Promises(**given), **kwargs)
+
+    for name, field in reversed(Promises.model_fields.items()):
+        promised = click.option(flag(name), name, is_flag=True, help=field.description)(promised)
+    return promised
 
 
 @click.command("tune")
@@ -112,15 +127,12 @@ def _export_files(table: DecisionTable, files: dict[str, str | None]) -> list[st
               show_default=True,
               help="Whose algorithms to choose among: colltune's own (run by colltune, exported as the nearest "
                    "library equivalents), or the MPI library's own (exported exactly as decided).")
-@click.option("--commutative", is_flag=True,
-              help="Every reduction of the program uses a commutative operation (MPI's predefined ones are): an "
-                   "Open MPI rules file may then name reductions that combine out of rank order (pipeline, binomial, "
-                   "ring), which it cannot tell from a non-commutative operation.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
+@promise_options
 def tune_cmd(profile_spec: str | None, method: str | None, model: str | None, margin: float,
              collectives: tuple[str, ...], procs: str | None, max_size: str | None, reps: int, warmup: int,
              output: str, openmpi_rules: str | None, openmpi_json: str | None, mpich_json: str | None, target: str,
-             commutative: bool, as_json: bool) -> None:
+             promises: Promises, as_json: bool) -> None:
     """Choose the fastest algorithm for every collective, process count and size; write the decision
     table and, on request, the same decisions as Open MPI and MPICH files."""
     files = {"openmpi_rules": openmpi_rules, "openmpi_json": openmpi_json, "mpich_json": mpich_json}
@@ -131,15 +143,15 @@ def tune_cmd(profile_spec: str | None, method: str | None, model: str | None, ma
         if other:
             raise click.UsageError(f"a table of {target}'s own algorithms exports to {target} only, not {other[0]}")
     if method in ("measure", "hybrid"):
-        table = (_tune_measure(colls, procs, max_size, reps, warmup, output, files, target, commutative)
+        table = (_tune_measure(colls, procs, max_size, reps, warmup, output, files, target, promises)
                  if method == "measure" else
                  _tune_hybrid(colls, procs, max_size, reps, warmup, output, files, target, profile_spec, model,
-                              margin, commutative))
+                              margin, promises))
         if table is None:
             return
     else:
         table = _tune_offline(profile_spec, method, model, colls, procs, max_size, output, files, target,
-                              commutative)
+                              promises)
     try:
         write_table(table, output)
         notes = _export_files(table, files)
@@ -162,14 +174,14 @@ def _pricer(profile: Profile, method: str, model: str | None) -> tuple[ModelPric
     return SimPricer(profile.params(NETWORKS[name].params), name, profile.topology), name
 
 
-def _flags(target: str, commutative: bool) -> str:
+def _flags(target: str, promises: Promises) -> str:
     """The options of a tune that change what it may choose, as the table's provenance names them."""
-    return (f" --library {target}" if target != "colltune" else "") + (" --commutative" if commutative else "")
+    return (f" --library {target}" if target != "colltune" else "") + "".join(" " + f for f in promises.flags())
 
 
 def _tune_offline(profile_spec: str | None, method: str, model: str | None, colls: list[str], procs: str | None,
                   max_size: str | None, output: str, files: dict[str, str | None],
-                  target: str = "colltune", commutative: bool = False) -> DecisionTable:
+                  target: str, promises: Promises) -> DecisionTable:
     problem = unwritable_any([output, *files.values()])
     if problem:
         raise click.UsageError(problem)
@@ -183,7 +195,7 @@ def _tune_offline(profile_spec: str | None, method: str, model: str | None, coll
         largest = parse_bytes(max_size or "4MiB")
         pricer, name = _pricer(profile, method, model)
         provenance = Provenance(source=f"colltune tune --method {method} --model {name} --profile {profile_spec}"
-                                       + _flags(target, commutative),
+                                       + _flags(target, promises),
                                 date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                                 colltune_version=__version__,
                                 notes=(f"native priced as {NATIVE_SOURCE}",))
@@ -194,7 +206,7 @@ def _tune_offline(profile_spec: str | None, method: str, model: str | None, coll
             return build_table(pricer, method, colls, procs_list, largest, provenance,  # type: ignore[arg-type]
                                model=name, profile=profile.name, time_unit=profile.time_unit,
                                native=NATIVE_SOURCE, progress=lambda: bar.advance(task), library=target,
-                               commutative=commutative)
+                               promises=promises)
     except ColltuneError as exc:
         raise click.UsageError(str(exc)) from None
 
@@ -220,8 +232,7 @@ def _checks(comm: Any, target: str, timer: Any, reps: int, warmup: int, say: Cal
 
 
 def _tune_measure(colls: list[str], procs: str | None, max_size: str | None, reps: int, warmup: int, output: str,
-                  files: dict[str, str | None], target: str = "colltune",
-                  commutative: bool = False) -> DecisionTable | None:
+                  files: dict[str, str | None], target: str, promises: Promises) -> DecisionTable | None:
     """Tune by timing every candidate in this MPI job (``target`` ``mpich``: MPICH's own, forced);
     the table on rank 0, None on the others."""
     from mpi4py import MPI
@@ -239,7 +250,7 @@ def _tune_measure(colls: list[str], procs: str | None, max_size: str | None, rep
         largest = parse_bytes(max_size or "1MiB")
         library = MPI.Get_library_version().strip()
         provenance = Provenance(source=f"colltune tune --method measure (reps {reps}, warm-up {warmup})"
-                                       + _flags(target, commutative),
+                                       + _flags(target, promises),
                                 date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                                 colltune_version=__version__, mpi_library=library,
                                 hosts=tuple(comm.allgather(MPI.Get_processor_name())), procs=size)
@@ -250,8 +261,8 @@ def _tune_measure(colls: list[str], procs: str | None, max_size: str | None, rep
                                                                                                  warmup)
             table = build_table(pricer, "measure", colls, [size], largest, provenance,
                                 native="the MPI library's own collective, timed", resolution=MEASURE_RESOLUTION,
-                                tolerance=MEASURE_TOLERANCE, library=target, commutative=commutative,
-                                space=None if forcer is None else LibrarySpace(target, commutative),
+                                tolerance=MEASURE_TOLERANCE, library=target, promises=promises,
+                                space=None if forcer is None else LibrarySpace(target, promises),
                                 check=_checks(comm, target, pricer, reps, warmup, progress_lines(me), notes),
                                 say=progress_lines(me))
         finally:
@@ -263,7 +274,7 @@ def _tune_measure(colls: list[str], procs: str | None, max_size: str | None, rep
 
 def _tune_hybrid(colls: list[str], procs: str | None, max_size: str | None, reps: int, warmup: int, output: str,
                  files: dict[str, str | None], target: str, profile_spec: str | None, model: str | None,
-                 margin: float, commutative: bool = False) -> DecisionTable | None:
+                 margin: float, promises: Promises) -> DecisionTable | None:
     """Tune in this MPI job by simulating every candidate and timing the contenders (see
     :mod:`colltune.tune.hybrid`); the table on rank 0, None on the others."""
     from mpi4py import MPI
@@ -286,7 +297,7 @@ def _tune_hybrid(colls: list[str], procs: str | None, max_size: str | None, reps
         forcer = forcer_for(target, library) if target != "colltune" else None
         try:
             if forcer is not None:
-                space: Any = LibrarySpace(target, commutative)
+                space: Any = LibrarySpace(target, promises)
                 timer: Any = LibraryTimer(comm, forcer, reps, warmup)
                 predictor = LibraryPricer(predictor, target)
             else:
@@ -298,14 +309,14 @@ def _tune_hybrid(colls: list[str], procs: str | None, max_size: str | None, reps
                 f"{profile.name}, timing those within {1 + margin:g} x the best prediction ({reps} runs each)")
             provenance = Provenance(
                 source=f"colltune tune --method hybrid --model {name} --margin {margin:g} (reps {reps}, warm-up "
-                       f"{warmup})" + _flags(target, commutative),
+                       f"{warmup})" + _flags(target, promises),
                 date=datetime.now(timezone.utc).isoformat(timespec="seconds"), colltune_version=__version__,
                 mpi_library=library, hosts=tuple(comm.allgather(MPI.Get_processor_name())), procs=size)
             notes: list[str] = []
             table = build_table(hybrid, "hybrid", colls, [size], largest, provenance, model=name,
                                 profile=profile.name, native="the MPI library's own collective, timed",
                                 resolution=MEASURE_RESOLUTION, library=target, space=space,
-                                tolerance=MEASURE_TOLERANCE, commutative=commutative,
+                                tolerance=MEASURE_TOLERANCE, promises=promises,
                                 check=_checks(comm, target, timer, reps, warmup, say, notes), say=say)
         finally:
             if forcer is not None:

@@ -19,7 +19,9 @@ Open MPI's rules cannot tell a non-commutative operation, nor the root's send co
 from the others': reduce and allreduce rules name only the algorithms that keep rank order
 (:data:`~colltune.tune.libraries.OPENMPI_ANY_OPERATION`; a colltune rule that maps to another is
 written as algorithm 0, with a note) unless the table says the program's reductions are all
-commutative (``tune --commutative``), and scatter is left to Open MPI's fixed rules.  The tuner for
+commutative (``tune --commutative``), and scatter is left to Open MPI's fixed rules unless the table
+says every rank passes the root's send count (``tune --uniform-scatter``; the table's
+:class:`~colltune.tune.promises.Promises`).  The tuner for
 Open MPI's own algorithms never chooses what the file could not carry
 (:class:`~colltune.tune.targets.LibrarySpace`).
 
@@ -37,11 +39,12 @@ from colltune.tune.libraries import (
     MPICH,
     OPENMPI,
     OPENMPI_ANY_OPERATION,
-    OPENMPI_FIXED_ONLY,
     OPENMPI_IDS,
+    OPENMPI_ROOT_SIZED,
     MPICHAlgorithm,
     openmpi_rule_problem,
 )
+from colltune.tune.promises import Promises, flag
 from colltune.tune.table import NATIVE, Block, DecisionTable, Rule, TableError
 from colltune.tune.targets import MPICH_ALGORITHMS, OPENMPI_ALGORITHMS
 
@@ -81,21 +84,21 @@ def _procs_blocks(blocks: tuple[Block, ...], per_procs: bool) -> list[tuple[int,
 
 
 def _ompi_rule(collective: str, rule: Rule, notes: list[str], own: bool = False,
-               commutative: bool = False) -> tuple[int, int, int, int]:
+               promises: Promises | None = None) -> tuple[int, int, int, int]:
     """``(algorithm, faninout, segsize, max_requests)`` of one rule; ``own``: the rule names one of
     Open MPI's algorithms (a table tuned with ``--library openmpi``), written as decided;
-    ``commutative``: the table's :attr:`~colltune.tune.table.DecisionTable.commutative`."""
+    ``promises``: the table's :attr:`~colltune.tune.table.DecisionTable.promises`."""
     if rule.algorithm == NATIVE:
         return 0, 0, 0, 0
     if own:
         a = OPENMPI_ALGORITHMS[(collective, rule.algorithm)]
-        problem = openmpi_rule_problem(collective, a.number, commutative)
+        problem = openmpi_rule_problem(collective, a.number, promises)
         if problem:
             raise TableError(f"Open MPI {collective}/{rule.algorithm} cannot go in a rules file: {problem}")
         return (a.number, int(rule.params.get("faninout", 0)), int(rule.params.get("segsize", 0)),
                 int(rule.params.get("max_requests", 0)))
     o = OPENMPI[(collective, rule.algorithm)]
-    problem = openmpi_rule_problem(collective, o.number, commutative)
+    problem = openmpi_rule_problem(collective, o.number, promises)
     if problem:
         line = (f"Open MPI: {collective}/{rule.algorithm} would be {o.name} ({o.number}); left to Open MPI's "
                 f"fixed rules: {problem}")
@@ -130,11 +133,13 @@ def _openmpi_collectives(table: DecisionTable, notes: list[str]) -> list[str]:
     _require_library(table, "openmpi", "Open MPI")
     out = []
     for coll, blocks in table.collectives.items():
-        if coll in OPENMPI_FIXED_ONLY and blocks:
+        promise, why = OPENMPI_ROOT_SIZED.get(coll, ("", ""))
+        if promise and not getattr(table.promises, promise) and blocks:
             named = [r.algorithm for b in blocks for r in b.rules if r.algorithm != NATIVE]
             if table.library == "openmpi" and named:
-                raise TableError(f"Open MPI {coll}/{named[0]} cannot go in a rules file: {OPENMPI_FIXED_ONLY[coll]}")
-            notes.append(f"Open MPI: {coll} is left to Open MPI's fixed rules: {OPENMPI_FIXED_ONLY[coll]}")
+                raise TableError(f"Open MPI {coll}/{named[0]} cannot go in a rules file: {why}")
+            notes.append(f"Open MPI: {coll} is left to Open MPI's fixed rules: {why} (unless tuned with "
+                         f"{flag(promise)})")
         elif blocks:
             out.append(coll)
     return out
@@ -157,7 +162,7 @@ def openmpi_rules(table: DecisionTable) -> tuple[str, list[str]]:
             sizes = _ompi_sizes(coll, block, lo)
             out += [f"{lo}", f"{len(sizes)}"]
             for start, r in sizes:
-                alg, fan, seg, req = _ompi_rule(coll, r, notes, table.library == "openmpi", table.commutative)
+                alg, fan, seg, req = _ompi_rule(coll, r, notes, table.library == "openmpi", table.promises)
                 out.append(f"{start} {alg} {fan} {seg} {req}")
         out += [f"{entries[-1][1] + 1}", "1", "0 0 0 0 0"]
     return "\n".join(out) + "\n", notes
@@ -175,7 +180,7 @@ def openmpi_json(table: DecisionTable) -> tuple[dict[str, Any], list[str]]:
             rules = []
             for i, (start, r) in enumerate(sizes):
                 own = table.library == "openmpi"
-                alg, fan, seg, req = _ompi_rule(coll, r, notes, own, table.commutative)
+                alg, fan, seg, req = _ompi_rule(coll, r, notes, own, table.promises)
                 if not alg:
                     continue  # no rule: Open MPI's fixed decision
                 rule: dict[str, Any] = {"msg_size_min": start,
@@ -436,9 +441,11 @@ def libraries_markdown() -> str:
               "files is in [tune.md](tune.md)."), ""]
     for coll in dict.fromkeys(c for c, _ in OPENMPI):
         lines += [f"## {coll}", ""]
-        if coll in OPENMPI_FIXED_ONLY:
+        if coll in OPENMPI_ROOT_SIZED:
+            promise, why = OPENMPI_ROOT_SIZED[coll]
             lines += [(f"Open MPI: the export writes no {coll} rules, leaving {coll} to Open MPI's fixed rules: "
-                       f"{OPENMPI_FIXED_ONLY[coll]}."), ""]
+                       f"{why}; unless the table was tuned with {flag(promise)}, which says the program passes "
+                       f"the root's arguments on every rank."), ""]
         elif coll in OPENMPI_ANY_OPERATION:
             safe = ", ".join(str(n) for n in sorted(OPENMPI_ANY_OPERATION[coll]))
             lines += [(f"Open MPI: a rules file cannot tell a non-commutative operation, so the export names only "

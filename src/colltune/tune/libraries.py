@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from colltune.algorithms import REGISTRY
+from colltune.tune.promises import Promises
 
 
 @dataclass(frozen=True)
@@ -60,23 +61,27 @@ OPENMPI_IDS = {"allgather": 0, "allreduce": 2, "alltoall": 3, "barrier": 6, "bca
 #: binomial and k-nomial reduce, the two ring allreduces and allgather-reduce do not (Open MPI 5.0.11
 #: gave wrong results from binomial reduce and segmented-ring allreduce in this project's tests).
 OPENMPI_ANY_OPERATION = {"reduce": frozenset({1, 6, 7}), "allreduce": frozenset({1, 2, 3, 6})}
-#: Collectives a rules file leaves to Open MPI's fixed rules whatever was decided, and why.
-#: Open MPI 5's coll_tuned_decision_dynamic.c sizes a scatter on every rank from that rank's send
-#: count and type, which MPI makes significant only at the root.
-OPENMPI_FIXED_ONLY = {"scatter": "Open MPI sizes a scatter from each rank's send count, which MPI reads only at "
-                                 "the root, so the ranks could pick different algorithms"}
+#: Collectives that Open MPI sizes on every rank from an argument MPI reads only at the root: the
+#: promise (a field of :class:`~colltune.tune.promises.Promises`) without which a rules file must leave
+#: them to Open MPI's fixed rules, and why.  Open MPI 5's coll_tuned_decision_dynamic.c sizes a scatter
+#: on every rank as the size of that rank's send type times its send count times the communicator size.
+OPENMPI_ROOT_SIZED = {"scatter": ("uniform_scatter", ("Open MPI sizes a scatter from each rank's send count, which "
+                                                      "MPI reads only at the root, so the ranks could pick different "
+                                                      "algorithms"))}
 
 
-def openmpi_rule_problem(collective: str, number: int, commutative: bool = False) -> str | None:
+def openmpi_rule_problem(collective: str, number: int, promises: Promises | None = None) -> str | None:
     """Why a rules file must not name coll/tuned algorithm ``number`` for ``collective`` (None if it
-    may; 0, Open MPI's fixed decision, always may): :data:`OPENMPI_FIXED_ONLY`, and
-    :data:`OPENMPI_ANY_OPERATION` unless the program's reductions are all ``commutative`` (the
-    user says so: ``colltune tune --commutative``)."""
+    may; 0, Open MPI's fixed decision, always may): :data:`OPENMPI_ROOT_SIZED` and
+    :data:`OPENMPI_ANY_OPERATION`, each unless the program ``promises`` what makes it safe (the
+    user says so: ``colltune tune --uniform-scatter``, ``--commutative``)."""
+    promises = promises or Promises()
     if number == 0:
         return None
-    if collective in OPENMPI_FIXED_ONLY:
-        return OPENMPI_FIXED_ONLY[collective]
-    if not commutative and number not in OPENMPI_ANY_OPERATION.get(collective, frozenset({number})):
+    if collective in OPENMPI_ROOT_SIZED:
+        promise, why = OPENMPI_ROOT_SIZED[collective]
+        return None if getattr(promises, promise) else why
+    if not promises.commutative and number not in OPENMPI_ANY_OPERATION.get(collective, frozenset({number})):
         return ("it combines out of rank order for a non-commutative operation, which a rules file cannot "
                 "tell from a commutative one")
     return None

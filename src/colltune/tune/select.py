@@ -38,6 +38,7 @@ from colltune.profiles.format import Provenance
 from colltune.sim import Topology, topology_for
 from colltune.sim.calls import steady_call
 from colltune.tune.native import native_equivalent
+from colltune.tune.promises import Promises
 from colltune.tune.table import NATIVE, Block, Candidate, DecisionTable, Method, Rule, Sample
 
 
@@ -497,7 +498,7 @@ def build_table(pricer: Pricer, method: Method, collectives: Iterable[str], proc
                 max_size: int, provenance: Provenance, *, model: str | None = None, profile: str | None = None,
                 time_unit: str = "s", native: str = "", resolution: float = 0.0,
                 progress: Callable[[], None] | None = None, library: str = "colltune",
-                space: Space | None = None, tolerance: float = 0.0, commutative: bool = False,
+                space: Space | None = None, tolerance: float = 0.0, promises: Promises | None = None,
                 check: RulesCheck | None = None, say: Callable[[str], None] | None = None) -> DecisionTable:
     """A :class:`DecisionTable` for ``collectives`` at the process counts ``procs_list`` (each >= 1)
     and sizes up to ``max_size`` bytes, priced by ``pricer``, choosing among colltune's algorithms
@@ -505,7 +506,7 @@ def build_table(pricer: Pricer, method: Method, collectives: Iterable[str], proc
     ``pricer`` then prices their registry equivalents).  With ``space`` given, the candidates are
     its own and ``pricer`` prices them as they are (the hybrid and library timers do).
     ``tolerance``: see :attr:`Tuner.tolerance` (0 for predictions, which have no noise);
-    ``commutative``: the program's reductions are all commutative (:attr:`DecisionTable.commutative`);
+    ``promises``: what the program promises (:attr:`DecisionTable.promises`; none by default);
     ``check``: a last look at each collective's rules at each process count, in the job
     (:func:`colltune.tune.sequence.in_order_hook`); ``say``: hears of each size where a rule goes on
     within the tolerance (:meth:`Tuner.winner`)."""
@@ -518,9 +519,9 @@ def build_table(pricer: Pricer, method: Method, collectives: Iterable[str], proc
         if library != "colltune":
             from colltune.tune.targets import LibraryPricer, LibrarySpace
 
-            space, pricer = LibrarySpace(library, commutative), LibraryPricer(pricer, library)
+            space, pricer = LibrarySpace(library, promises or Promises()), LibraryPricer(pricer, library)
     table = {c: tune_collective(pricer, c, procs_list, max_size, resolution, progress, space, tolerance, check, say)
              for c in collectives}
     return DecisionTable(method=method, model=model, profile=profile, time_unit=time_unit,  # type: ignore[arg-type]
                          native=native, provenance=provenance, collectives=table, library=library,
-                         commutative=commutative)
+                         promises=promises or Promises())

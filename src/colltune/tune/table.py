@@ -27,6 +27,7 @@ from colltune.errors import ColltuneError
 from colltune.files import parse_record, read_json, write_atomic
 from colltune.models.params import ParamSet
 from colltune.profiles.format import Provenance
+from colltune.tune.promises import Promises
 
 FORMAT = "colltune-table"
 VERSION = 1
@@ -117,11 +118,21 @@ class DecisionTable(ParamSet):
     library: Literal["colltune", "mpich", "openmpi"] = Field(
         "colltune", description="whose algorithms the rules name: colltune's registry, or an MPI library's own "
                                 "(colltune tune --library; such a table is for export, not for algorithm='auto')")
-    commutative: bool = Field(
-        False, description="the program's reductions all use commutative operations (colltune tune --commutative): "
-                           "an Open MPI rules file may then name reductions that combine out of rank order")
+    promises: Promises = Field(
+        default_factory=Promises,
+        description="what the program promises that a rules file cannot see (colltune tune --commutative, "
+                    "--uniform-scatter): an Open MPI rules file may then name the algorithms each makes safe")
     provenance: Provenance
     collectives: dict[str, tuple[Block, ...]]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _promise_of_before(cls, data: Any) -> Any:
+        """A table written before the promises were grouped kept ``commutative`` at the top level."""
+        if isinstance(data, dict) and "commutative" in data and "promises" not in data:
+            data = {**data, "promises": {"commutative": data["commutative"]}}
+            del data["commutative"]
+        return data
 
     @model_validator(mode="after")
     def _known(self) -> DecisionTable:

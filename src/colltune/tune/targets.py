@@ -26,6 +26,7 @@ from typing import Any
 
 from colltune.models import Unavailable
 from colltune.tune.libraries import openmpi_rule_problem
+from colltune.tune.promises import Promises
 from colltune.tune.table import NATIVE
 
 Params = dict[str, Any]
@@ -336,14 +337,14 @@ class LibrarySpace:
     """The tuner's candidates for ``library``: its catalogue's algorithms and their variants, less
     those the library's file cannot carry (Open MPI: :func:`~colltune.tune.libraries.openmpi_rule_problem`;
     they stay in the catalogue, forced by benchmarks), so that the export writes what was decided;
-    ``commutative``: the program's reductions are all commutative (:attr:`DecisionTable.commutative`)."""
+    ``promises``: what the program promises (:attr:`DecisionTable.promises`)."""
 
     library: str
-    commutative: bool = False
+    promises: Promises = field(default_factory=Promises)
 
     def names(self, collective: str) -> list[str]:
         return [n for (c, n), a in TARGETS[self.library].items() if c == collective and (
-            self.library != "openmpi" or openmpi_rule_problem(c, a.number, self.commutative) is None)]
+            self.library != "openmpi" or openmpi_rule_problem(c, a.number, self.promises) is None)]
 
     def combos(self, collective: str, name: str, procs: int, size: int) -> list[Params]:
         return library_algorithm(self.library, collective, name).variants(procs, size)
