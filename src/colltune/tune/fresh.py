@@ -36,17 +36,7 @@ before too, and the switch costs the program more than a fresh job's ten calls s
 testbed, 2026-11-27: MPICH's own allreduce of 512 KiB after the ring's 256 KiB, 92.4 against the
 ring's 89.4 ms in the fresh jobs, 100-103 against 88-93 ms in the C client).  A contested size
 between two sizes that go to the same challenger goes to it too where it was faster in all passes
-together.
-
-The challengers' jobs run the challenger at every contested size, so a size won after a contested
-size that is not won was timed after the challenger, where a program will run it after the holder.
-Each such size is timed again in a fresh job of the rules to be, against the holders' job, and
-given back where it does not lead by its bar there, in two passes (the holders' job first, then
-the rules').  On the testbed (2026-11-27), the fresh jobs gave MPICH's recursive-doubling
-all-gather the 128 KiB after itself at 64 KiB (82-83 against 88-90 ms), 64 KiB stayed with MPICH's
-own, and in the C client the file's recursive doubling there ran 92-101 ms right after MPICH's own,
-against 89 ms for the defaults and 88.7 ms for recursive doubling forced at every size.  This
-module only decides; it has no MPI.
+together.  This module only decides; it has no MPI.
 """
 
 from __future__ import annotations
@@ -210,9 +200,6 @@ def check_fresh(run: FreshRun, collective: str, procs: int, rules: tuple[Rule, .
         if won.get(grid[i - 1]) == c.challenger == won.get(grid[i + 1]) and \
                 sum(p["challengers"][c.size] for p in passes) < sum(p["holders"][c.size] for p in passes):
             won[c.size] = c.challenger
-    for size in _after_a_switch(collective, run, sequences, won, bar, say):
-        say(f"fresh jobs: {collective} at P = {procs}: {label(won.pop(size))} at {size} B led after itself at the "
-            f"size before, not after {label(contested[size].holder)} there: {label(contested[size].holder)} kept")
     for c in found:
         if c.size not in won:
             continue
@@ -224,28 +211,6 @@ def check_fresh(run: FreshRun, collective: str, procs: int, rules: tuple[Rule, .
         if notes is not None:
             notes.append(line)
     return take(rules, sizes, won)
-
-
-def _after_a_switch(collective: str, run: FreshRun, sequences: Mapping[str, Sequence[tuple[int, Choice]]],
-                    won: Mapping[int, Choice], bar: Mapping[int, float], say: Callable[[str], None]) -> list[int]:
-    """The won sizes to give back: each won size whose grid size before runs the holder in the
-    rules to be (contested there and not won), not the challenger as in the challengers' jobs, is
-    timed again in fresh jobs of the rules to be, after the holders' (a second pass, the rules'
-    first, where it does not lead there by its bar); it is given back where it does not lead in
-    either pass.  Ascending sizes; [] without a job where no won size follows such a switch."""
-    holders, challengers = sequences["holders"], sequences["challengers"]
-    final = [(size, won.get(size, ch)) for size, ch in holders]
-    switched = [final[i][0] for i in range(1, len(final))
-                if final[i][0] in won and final[i - 1][1] != challengers[i - 1][1]]
-    for attempt, order in ((1, ("holders", "rules")), (2, ("rules", "holders"))):
-        if not switched:
-            break
-        timed = {name: run(collective, holders if name == "holders" else final) for name in order}
-        say(f"fresh jobs: {collective} after a switch (pass {attempt}): " + ", ".join(
-            f"{size} B {won[size][0]} {timed['rules'][size] * 1e3:.3g} ms against "
-            f"{timed['holders'][size] * 1e3:.3g} ms" for size in switched))
-        switched = [size for size in switched if not timed["rules"][size] * (1 + bar[size]) < timed["holders"][size]]
-    return switched
 
 
 def fresh_hook(run: FreshRun, settle_call: float, tolerance: float, same: SameAsNative,
