@@ -195,7 +195,8 @@ class Tuner:
     _checks: dict[tuple[Choice, int], bool] = field(default_factory=dict)
     #: The winner at each sampled size, once decided (:meth:`winner`).
     _won: dict[int, Choice] = field(default_factory=dict)
-    #: ``say(line)`` hears of each size where a rule goes on within the tolerance (:meth:`winner`).
+    #: ``say(line)`` hears of each size where a rule goes on within the tolerance, or its choice is
+    #: timed again (:meth:`winner`).
     say: Callable[[str], None] | None = None
 
     def sample(self, size: int) -> Sample:
@@ -531,7 +532,7 @@ def build_table(pricer: Pricer, method: Method, collectives: Iterable[str], proc
     ``promises``: what the program promises (:attr:`DecisionTable.promises`; none by default);
     ``check``: a last look at each collective's rules at each process count, in the job
     (:func:`colltune.tune.sequence.in_order_hook`); ``say``: hears of each size where a rule goes on
-    within the tolerance (:meth:`Tuner.winner`)."""
+    within the tolerance or its choice is timed again (:meth:`Tuner.winner`)."""
     if not procs_list or min(procs_list) < 1:
         raise ParameterError(f"process counts must be >= 1, got {list(procs_list)}")
     if max_size < 0:
