@@ -43,6 +43,7 @@ from colltune.tune.libraries import (
     OPENMPI_ROOT_SIZED,
     MPICHAlgorithm,
     openmpi_rule_problem,
+    openmpi_unpromised,
 )
 from colltune.tune.promises import Promises, flag
 from colltune.tune.table import NATIVE, Block, DecisionTable, Rule, TableError
@@ -133,8 +134,9 @@ def _openmpi_collectives(table: DecisionTable, notes: list[str]) -> list[str]:
     _require_library(table, "openmpi", "Open MPI")
     out = []
     for coll, blocks in table.collectives.items():
-        promise, why = OPENMPI_ROOT_SIZED.get(coll, ("", ""))
-        if promise and not getattr(table.promises, promise) and blocks:
+        unpromised = openmpi_unpromised(coll, table.promises)
+        if unpromised and blocks:
+            promise, why = unpromised
             named = [r.algorithm for b in blocks for r in b.rules if r.algorithm != NATIVE]
             if table.library == "openmpi" and named:
                 raise TableError(f"Open MPI {coll}/{named[0]} cannot go in a rules file: {why}")

@@ -70,6 +70,13 @@ OPENMPI_ROOT_SIZED = {"scatter": ("uniform_scatter", ("Open MPI sizes a scatter 
                                                       "algorithms"))}
 
 
+def openmpi_unpromised(collective: str, promises: Promises) -> tuple[str, str] | None:
+    """``(promise, why)`` where Open MPI sizes ``collective`` from an argument MPI reads only at the
+    root (:data:`OPENMPI_ROOT_SIZED`) and the program does not make ``promise``; else None."""
+    promise, why = OPENMPI_ROOT_SIZED.get(collective, ("", ""))
+    return (promise, why) if promise and not getattr(promises, promise) else None
+
+
 def openmpi_rule_problem(collective: str, number: int, promises: Promises | None = None) -> str | None:
     """Why a rules file must not name coll/tuned algorithm ``number`` for ``collective`` (None if it
     may; 0, Open MPI's fixed decision, always may): :data:`OPENMPI_ROOT_SIZED` and
@@ -78,9 +85,9 @@ def openmpi_rule_problem(collective: str, number: int, promises: Promises | None
     promises = promises or Promises()
     if number == 0:
         return None
-    if collective in OPENMPI_ROOT_SIZED:
-        promise, why = OPENMPI_ROOT_SIZED[collective]
-        return None if getattr(promises, promise) else why
+    unpromised = openmpi_unpromised(collective, promises)
+    if unpromised:
+        return unpromised[1]
     if not promises.commutative and number not in OPENMPI_ANY_OPERATION.get(collective, frozenset({number})):
         return ("it combines out of rank order for a non-commutative operation, which a rules file cannot "
                 "tell from a commutative one")
