@@ -14,7 +14,14 @@ import pytest
 from helpers import every_algorithm_table, run_bounded
 
 from colltune.tune import write_table
-from colltune.tune.library_bench import FORCED_KEEP, LibraryBenchError, parse_output, read_library_bench
+from colltune.tune.library_bench import (
+    FORCED_KEEP,
+    LibraryBenchError,
+    build_client,
+    parse_output,
+    read_library_bench,
+    toolchain,
+)
 
 COLLECTIVES = ("bcast", "scatter", "gather", "allgather", "alltoall", "reduce", "allreduce", "barrier")
 SIZES = (0, 5, 4096)
@@ -83,11 +90,38 @@ def test_the_client_times_quick_sizes_for_at_least_min_time(table: Path, tmp_pat
     assert res.returncode == 0, res.stderr[-3000:]
     results = read_library_bench(out)
     assert results.min_time == 0.05 and "3 calls or 0.05 s" in results.provenance.source
+    assert results.network_warmup == 0 and "network" not in results.provenance.source  # local: no network to warm
     for cell in results.cells:
         # a call of a few KiB between two local ranks takes far less than 0.05 s / 3
         assert cell.iterations > 3, cell
         # counted from the slowest rank's fastest warm-up call: the calls last about min_time
         assert cell.iterations * cell.default > 0.05 / 10, cell
+
+
+def test_every_run_of_the_client_warms_the_network_first(table: Path, tmp_path: Path) -> None:
+    out = tmp_path / "lib.json"
+    res = colltune("bench", "--library", "mpich", "--table", str(table), "-n", "3", "--sizes", "0,4096", "--reps", "3",
+                   "--rounds", "1", "--min-time", "0", "--network-warmup", "0.25", "-c", "bcast", "-o", str(out))
+    assert res.returncode == 0, res.stderr[-3000:]
+    results = read_library_bench(out)
+    assert results.network_warmup == 0.25 and "0.25 s of network warm-up" in results.provenance.source
+    assert {(c.collective, c.size) for c in results.cells} == {("bcast", 0), ("bcast", 4096)}
+
+
+@pytest.mark.parametrize("seconds", (0.0, 0.5))
+def test_the_client_exchanges_blocks_for_the_network_warmup(tmp_path: Path, seconds: float) -> None:
+    tools = toolchain("mpich")
+    exe = build_client(tools, tmp_path)
+    res = run_bounded([str(tools.launcher), "-n", "3", str(exe), "bcast", "4096", "1", "3", "0", repr(seconds)], 120,
+                      "collbench with a network warm-up")
+    assert res.returncode == 0, res.stderr[-3000:]
+    lines = [line.split() for line in res.stdout.splitlines() if line.startswith("network-warmup")]
+    if not seconds:
+        assert not lines
+        return
+    [(_, rounds, took)] = lines
+    assert int(rounds) >= 1 and float(took) >= seconds  # rank 0 stops the rounds once the time has passed
+    assert ("bcast", 4096) in parse_output(res.stdout)  # and the timings follow, read as before
 
 
 @pytest.mark.parametrize("args,problem", [
@@ -96,6 +130,7 @@ def test_the_client_times_quick_sizes_for_at_least_min_time(table: Path, tmp_pat
     (["-n", "2", "--mpicc", "/nonexistent/mpicc"], "--mpicc /nonexistent/mpicc: not an executable file"),
     (["-n", "2", "--sizes", "4KiB,lots"], "--sizes"),
     (["-n", "2", "--min-time", "-1"], "--min-time"),
+    (["-n", "2", "--network-warmup", "-1"], "--network-warmup"),
 ])
 def test_library_bench_errors_are_one_clear_line(table: Path, tmp_path: Path, args: list[str], problem: str) -> None:
     res = colltune("bench", "--library", "mpich", "--table", str(table), *args, "-o", str(tmp_path / "x.json"))
@@ -166,7 +201,7 @@ def test_playoff_rounds_compare_the_file_with_each_forced_algorithm_that_beat_it
         phase["playoff"] = line.startswith("playoff")
 
     def client(exe, tools, procs, collectives, sizes, *rest):  # type: ignore[no-untyped-def]
-        (coll,), extra = collectives, rest[-1]  # the environment the client runs with comes last
+        (coll,), extra = collectives, rest[4]  # the environment the client runs with, after the testbed
         path = Path(extra.get("MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE", "default"))
         who = "default" if not extra else "file" if path.parent.name.startswith("colltune-libbench-") else \
             labels[int(path.parent.name.split("-")[1])][coll]

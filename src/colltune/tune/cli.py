@@ -57,6 +57,7 @@ from colltune.tune.hybrid import HYBRID_MARGIN, HybridPricer
 from colltune.tune.library_bench import (
     LIBRARIES,
     MIN_TIME,
+    NETWORK_WARMUP,
     LibraryBench,
     geomean,
     library_bench,
@@ -416,6 +417,10 @@ def _print_tune(table: DecisionTable, output: str, files: dict[str, str | None],
 @click.option("--min-time", default=MIN_TIME, show_default=True, type=click.FloatRange(min=0),
               help="--library: seconds to time each size for at least, per run: more calls than --reps where "
                    "those take less (counted from the warm-up); 0 for exactly --reps.")
+@click.option("--network-warmup", type=click.FloatRange(min=0), metavar="SECONDS",
+              help=f"--library: seconds every run of the client first exchanges 64 KiB blocks between every pair "
+                   f"of ranks, so that TCP's start-up does not slow its first sizes [default: {NETWORK_WARMUP:g} with "
+                   f"--testbed, else 0].")
 @click.option("--forced", is_flag=True,
               help="--library: also force each of the library's own algorithms in every round, to compare the "
                    "exported choice with the best of them.")
@@ -428,8 +433,8 @@ def _print_tune(table: DecisionTable, output: str, files: dict[str, str | None],
 def bench_cmd(table_spec: str | None, collectives: tuple[str, ...], sizes: str | None, max_size: str, reps: int,
               warmup: int, profile_spec: str | None, method: str, model: str | None, output: str,
               plot_file: str | None, library: str | None, procs: int | None, testbed_name: str | None, rounds: int,
-              min_time: float, forced: bool, playoff: int, mpicc: str | None, launcher: str | None,
-              as_json: bool) -> None:
+              min_time: float, network_warmup: float | None, forced: bool, playoff: int, mpicc: str | None,
+              launcher: str | None, as_json: bool) -> None:
     """Time the decision table's chosen algorithms and native over a grid of sizes in this MPI job
     (run under mpiexec -n P); write the results and, on request, a figure of predicted beside measured.
 
@@ -457,13 +462,15 @@ def bench_cmd(table_spec: str | None, collectives: tuple[str, ...], sizes: str |
         if testbed_name is not None:
             testbed.net.require_root()
         colls = chosen_collectives(collectives, [])
+        if network_warmup is None:
+            network_warmup = NETWORK_WARMUP if testbed_name is not None else 0.0
         bench_library(library, table_spec, colls, size_list, reps, warmup, min_time, rounds, procs, testbed_name,
-                      mpicc, launcher, output, as_json, forced, playoff)
+                      mpicc, launcher, output, as_json, forced, playoff, network_warmup)
         return
     if procs is not None or testbed_name is not None or mpicc or launcher or rounds != 3 or forced or playoff or \
-            min_time != MIN_TIME:
-        raise click.UsageError("-n, --testbed, --rounds, --min-time, --forced, --playoff, --mpicc and --mpiexec go "
-                               "with --library")
+            min_time != MIN_TIME or network_warmup is not None:
+        raise click.UsageError("-n, --testbed, --rounds, --min-time, --network-warmup, --forced, --playoff, --mpicc "
+                               "and --mpiexec go with --library")
     from mpi4py import MPI
 
     from colltune.tune.measure import bench
@@ -534,7 +541,8 @@ def _print_bench(results: BenchResults, output: str, plot_file: str | None, as_j
 
 def bench_library(library: str, table_spec: str, collectives: list[str], sizes: list[int], reps: int, warmup: int,
                   min_time: float, rounds: int, procs: int | None, testbed: str | None, mpicc: str | None,
-                  launcher: str | None, output: str, as_json: bool, forced: bool = False, playoff: int = 0) -> None:
+                  launcher: str | None, output: str, as_json: bool, forced: bool = False, playoff: int = 0,
+                  network_warmup: float = 0.0) -> None:
     """Run the library benchmark and print its speedups (see ``colltune bench --help``); no
     ``collectives``: the table's."""
     try:
@@ -546,12 +554,13 @@ def bench_library(library: str, table_spec: str, collectives: list[str], sizes: 
         provenance = Provenance(
             source=f"colltune bench --library {library} --table {table_spec} (client {tools.mpicc.name}, "
                    f"{reps} calls or {min_time:g} s, {warmup} warm-up, {rounds} rounds"
+                   f"{f', {network_warmup:g} s of network warm-up' if network_warmup else ''}"
                    f"{f', {playoff} playoff rounds' if playoff else ''})",
             date=datetime.now(timezone.utc).isoformat(timespec="seconds"), colltune_version=__version__,
             procs=procs)
         results = library_bench(table, table_spec, tools, procs, collectives, sizes, warmup, reps, min_time, rounds,
                                 testbed, provenance, progress=lambda line: click.echo(line, err=True),
-                                forced=forced, playoff=playoff)
+                                forced=forced, playoff=playoff, network_warmup=network_warmup)
         write_library_bench(results, output)
     except ColltuneError as exc:
         raise click.UsageError(str(exc)) from None

@@ -82,6 +82,19 @@ RUN_TIMEOUT = 600.0
 #: for default over file, where 300 calls (about 0.25 s) read 0.72-0.95 ms and gave 0.97; at 4 to
 #: 16 KiB reduce and allreduce the six ratios moved from 0.71-1.09 to 0.97-1.01.
 MIN_TIME = 0.25
+#: Seconds every run of the client on a network (``colltune bench --testbed``) first exchanges 64 KiB
+#: blocks between every pair of ranks, before it times anything (``bench --network-warmup``).  A
+#: fresh job's TCP connections leave slow start early: cubic's HyStart sees the queue build at the
+#: 100 Mbit/s port and stops at a congestion window of about 16 segments (``ss -ti``: cwnd 16,
+#: ssthresh 16, no loss), and cubic then grows it with the connection's time in flight, over
+#: seconds.  Until it holds the largest message the algorithm sends on that connection, each call
+#: waits for acknowledgements: on the 8-host testbed (2026-11-27, Open MPI) a binomial scatter of
+#: 8 KiB (32 KiB from the root to rank 4) took 6.6 ms a call in 4 of 5 fresh jobs for its first
+#: 1-5 s and 4.8-5.2 ms after, where the linear scatter (8 KiB per connection) took 4.7 ms
+#: throughout; after 3 s of this exchange it took 4.8-5.2 ms from the first call in 5 of 5 jobs.
+#: A client that times a fresh job measures those first seconds, which the tuner's job, long
+#: warm, never sees and a long-running program spends little of its time in.
+NETWORK_WARMUP = 3.0
 
 
 class LibraryBenchError(ColltuneError, ValueError):
@@ -210,12 +223,13 @@ def parse_output(text: str) -> dict[tuple[str, int], Timing]:
 
 def run_client(exe: Path, tools: Toolchain, procs: int | None, collectives: Sequence[str], sizes: Sequence[int],
                warmup: int, iterations: int, min_time: float, testbed: str | None,
-               extra_env: dict[str, str]) -> dict[tuple[str, int], Timing]:
-    """One run of the client: at least ``iterations`` calls per size, more where they take less
-    than ``min_time`` seconds (:data:`MIN_TIME`); its timings by (collective, size).  Raises with
-    the job's stderr if it fails or misses a line."""
+               extra_env: dict[str, str], network_warmup: float = 0.0) -> dict[tuple[str, int], Timing]:
+    """One run of the client: ``network_warmup`` seconds of exchanges between every pair of ranks
+    first (:data:`NETWORK_WARMUP`), then at least ``iterations`` calls per size, more where they
+    take less than ``min_time`` seconds (:data:`MIN_TIME`); its timings by (collective, size).
+    Raises with the job's stderr if it fails or misses a line."""
     argv = [str(exe), ",".join(collectives), ",".join(map(str, sizes)), str(warmup), str(iterations),
-            repr(float(min_time))]
+            repr(float(min_time)), repr(float(network_warmup))]
     cmd, env = launch(tools, procs, argv, testbed)
     for name in [k for k in env if k in _SELECTION_VARIABLES or k.startswith(_SELECTION_PREFIX)]:
         del env[name]
@@ -298,6 +312,9 @@ class LibraryBench(ParamSet):
     warmup: int = Field(ge=0)
     min_time: float = Field(0.0, ge=0, allow_inf_nan=False,
                             description="seconds each size was timed for at least, per run (0: a fixed count)")
+    network_warmup: float = Field(0.0, ge=0, allow_inf_nan=False,
+                                  description="seconds of traffic between every pair of ranks before each run's "
+                                              "first timing (NETWORK_WARMUP)")
     rounds: int = Field(ge=1)
     playoff: int = Field(0, ge=0, description="playoff rounds (see the module docstring)")
     notes: tuple[str, ...] = Field((), description="the export's notes on nearest equivalents")
@@ -353,15 +370,17 @@ def library_bench(table: DecisionTable, table_name: str, tools: Toolchain, procs
                   collectives: Sequence[str], sizes: Sequence[int], warmup: int, iterations: int,
                   min_time: float, rounds: int, testbed: str | None, provenance: Provenance,
                   progress: Callable[[str], None] = lambda _: None, forced: bool = False,
-                  playoff: int = 0) -> LibraryBench:
+                  playoff: int = 0, network_warmup: float = 0.0) -> LibraryBench:
     """Time ``collectives`` at ``sizes`` with ``tools``' library, as it comes and with ``table``
     exported, alternating over ``rounds`` rounds (see the module docstring), each size in each run
-    for ``iterations`` calls or ``min_time`` seconds, whichever is more (:data:`MIN_TIME`); with
+    for ``iterations`` calls or ``min_time`` seconds, whichever is more (:data:`MIN_TIME`), each run
+    after ``network_warmup`` seconds of traffic between every pair of ranks (:data:`NETWORK_WARMUP`); with
     ``forced``, each round also forces each of the library's own algorithms in turn
     (:func:`forced_runs`), and ``playoff`` rounds follow for the collectives where one of them beat
     the file by more than :data:`PLAYOFF_OVER` (:func:`_rivals`)."""
-    if rounds < 1 or iterations < 1 or warmup < 0 or not min_time >= 0:
-        raise LibraryBenchError("rounds and iterations must be at least 1, warm-up and the minimum time at least 0")
+    if rounds < 1 or iterations < 1 or warmup < 0 or not min_time >= 0 or not network_warmup >= 0:
+        raise LibraryBenchError("rounds and iterations must be at least 1, warm-up, the minimum time and the "
+                                "network's warm-up at least 0")
     if playoff < 0 or (playoff and not forced):
         raise LibraryBenchError("playoff rounds compare the file with forced algorithms: they need forced runs and "
                                 "cannot be negative")
@@ -390,7 +409,8 @@ def library_bench(table: DecisionTable, table_name: str, tools: Toolchain, procs
                              exported(fixed_table(choices, "colltune bench --forced", library=tools.library),
                                       tools.library, where)[0])
         def client(coll: str, extra: dict[str, str]) -> dict[tuple[str, int], Timing]:
-            return run_client(exe, tools, procs, [coll], sizes, warmup, iterations, min_time, testbed, extra)
+            return run_client(exe, tools, procs, [coll], sizes, warmup, iterations, min_time, testbed, extra,
+                              network_warmup)
 
         for r in range(rounds):
             for coll in collectives:
@@ -432,7 +452,8 @@ def library_bench(table: DecisionTable, table_name: str, tools: Toolchain, procs
                           playoff_tuned=tuple(then.get(None, ())),
                           playoff_forced={label: tuple(v) for label, v in then.items() if label is not None}))
     return LibraryBench(provenance=provenance, library=tools.library, table=table_name, procs=ranks,
-                        testbed=testbed, warmup=warmup, min_time=min_time, rounds=rounds, playoff=playoff,
+                        testbed=testbed, warmup=warmup, min_time=min_time, network_warmup=network_warmup,
+                        rounds=rounds, playoff=playoff,
                         notes=tuple(notes), cells=tuple(cells))
 
 

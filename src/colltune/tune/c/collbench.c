@@ -1,6 +1,6 @@
 /* collbench: time MPI collectives as the OSU micro-benchmarks do, for `colltune bench --library`.
  *
- * Usage: collbench COLLECTIVES SIZES WARMUP ITERATIONS [MIN_SECONDS]
+ * Usage: collbench COLLECTIVES SIZES WARMUP ITERATIONS [MIN_SECONDS [NETWORK_SECONDS]]
  *   COLLECTIVES  comma-separated: bcast, scatter, gather, allgather, alltoall, reduce, allreduce,
  *                barrier
  *   SIZES        comma-separated block sizes in bytes (the bytes one rank sends to or receives
@@ -12,6 +12,12 @@
  *                to MAX_CALLS; with WARMUP 0 they stay ITERATIONS), as OSU runs more iterations
  *                for small messages than for large ones (colltune.tune.library_bench.MIN_TIME
  *                says why)
+ *   NETWORK_SECONDS  (default 0) before anything is timed, every rank exchanges NETWORK_BLOCK bytes
+ *                with every other rank by point-to-point calls (not the library's all-to-all,
+ *                which a selection file or a forced algorithm may route over a few peers only),
+ *                round after round, for about this long (colltune.tune.library_bench.NETWORK_WARMUP
+ *                says why: TCP's congestion windows, not the library, set a fresh job's first
+ *                seconds); rank 0 then prints "network-warmup ROUNDS SECONDS"
  *
  * For each collective and size every rank times each call alone (MPI_Wtime around the call, an
  * MPI_Barrier between calls, as OSU does), and the program prints one line per (collective, size):
@@ -42,7 +48,7 @@
 #include <string.h>
 #include <time.h>
 
-enum { MAX_ITEMS = 256 };
+enum { MAX_ITEMS = 256, NETWORK_BLOCK = 65536 };
 static const long MAX_CALLS = 100000;
 static const double REST_SECONDS = 0.05;
 
@@ -53,6 +59,36 @@ static void rest(void) {
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
+/* Every rank sends NETWORK_BLOCK bytes to and receives as many from every other rank, in rounds,
+ * until rank 0 has seen `seconds` pass (its verdict is broadcast, so every rank stops together);
+ * rank 0 then prints "network-warmup ROUNDS SECONDS". */
+static void warm_network(double seconds, int rank, int procs) {
+  if (!(seconds > 0) || procs < 2) return;
+  char *out = calloc((size_t)NETWORK_BLOCK * (size_t)procs, 1), *in = malloc((size_t)NETWORK_BLOCK * (size_t)procs);
+  MPI_Request *reqs = malloc(2 * (size_t)procs * sizeof *reqs);
+  if (!out || !in || !reqs) {
+    fprintf(stderr, "collbench: out of memory\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  const double t0 = MPI_Wtime();
+  long rounds = 0;
+  for (int done = 0; !done; ++rounds) {
+    int n = 0;
+    for (int i = 1; i < procs; ++i) {
+      const int from = (rank - i + procs) % procs, to = (rank + i) % procs;
+      MPI_Irecv(in + (size_t)from * NETWORK_BLOCK, NETWORK_BLOCK, MPI_BYTE, from, 0, MPI_COMM_WORLD, &reqs[n++]);
+      MPI_Isend(out + (size_t)to * NETWORK_BLOCK, NETWORK_BLOCK, MPI_BYTE, to, 0, MPI_COMM_WORLD, &reqs[n++]);
+    }
+    MPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
+    done = rank == 0 && MPI_Wtime() - t0 >= seconds;
+    MPI_Bcast(&done, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  }
+  if (rank == 0) printf("network-warmup %ld %.6f\n", rounds, MPI_Wtime() - t0);
+  free(out);
+  free(in);
+  free(reqs);
+}
+
 static int split(char *text, char **items) {
   int n = 0;
   for (char *tok = strtok(text, ","); tok && n < MAX_ITEMS; tok = strtok(NULL, ",")) items[n++] = tok;
@@ -61,7 +97,7 @@ static int split(char *text, char **items) {
 
 static void usage(int rank, const char *why) {
   if (rank == 0)
-    fprintf(stderr, "collbench: %s\nusage: collbench COLLECTIVES SIZES WARMUP ITERATIONS [MIN_SECONDS]\n", why);
+    fprintf(stderr, "collbench: %s\nusage: collbench COLLECTIVES SIZES WARMUP ITERATIONS [MIN_SECONDS [NETWORK_SECONDS]]\n", why);
   MPI_Abort(MPI_COMM_WORLD, 2);
 }
 
@@ -96,13 +132,13 @@ int main(int argc, char **argv) {
   int rank, procs;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &procs);
-  if (argc < 5 || argc > 6) usage(rank, "wrong number of arguments");
+  if (argc < 5 || argc > 7) usage(rank, "wrong number of arguments");
   char *colls[MAX_ITEMS], *size_text[MAX_ITEMS];
   const int ncolls = split(argv[1], colls), nsizes = split(argv[2], size_text);
   const long warmup = atol(argv[3]), iterations = atol(argv[4]);
-  const double min_seconds = argc > 5 ? atof(argv[5]) : 0.0;
-  if (warmup < 0 || iterations < 1 || !(min_seconds >= 0))
-    usage(rank, "WARMUP must be >= 0, ITERATIONS >= 1, MIN_SECONDS >= 0");
+  const double min_seconds = argc > 5 ? atof(argv[5]) : 0.0, network_seconds = argc > 6 ? atof(argv[6]) : 0.0;
+  if (warmup < 0 || iterations < 1 || !(min_seconds >= 0) || !(network_seconds >= 0))
+    usage(rank, "WARMUP must be >= 0, ITERATIONS >= 1, MIN_SECONDS and NETWORK_SECONDS >= 0");
   long sizes[MAX_ITEMS], largest = 0;
   for (int i = 0; i < nsizes; ++i) {
     char *end;
@@ -116,6 +152,7 @@ int main(int argc, char **argv) {
   char *send = malloc(bytes), *recv = malloc(bytes);
   if (!send || !recv) usage(rank, "out of memory");
   for (size_t i = 0; i < bytes; ++i) send[i] = (char)(i * 7 + rank), recv[i] = 0;
+  warm_network(network_seconds, rank, procs);
   for (int c = 0; c < ncolls; ++c) {
     const int barrier = !strcmp(colls[c], "barrier");
     for (int s = 0; s < (barrier ? 1 : nsizes); ++s) {
