@@ -251,3 +251,9 @@ def test_playoff_needs_forced(table: Path, tmp_path: Path) -> None:
     res = colltune("bench", "--library", "mpich", "--table", str(table), "-n", "2", "--playoff", "2",
                    "-o", str(tmp_path / "x.json"))
     assert res.returncode == 2 and "--playoff 2" in res.stderr and "--forced" in res.stderr, res.stderr
+
+
+def test_the_client_and_the_tuner_warm_the_network_with_the_same_block() -> None:
+    from colltune.tune.library_bench import NETWORK_BLOCK, SOURCE
+
+    assert f"NETWORK_BLOCK = {NETWORK_BLOCK} }}" in SOURCE.read_text()

@@ -212,12 +212,26 @@ def _tune_offline(profile_spec: str | None, method: str, model: str | None, coll
         raise click.UsageError(str(exc)) from None
 
 
+def _warm(comm: Any, say: Callable[[str], None]) -> float:
+    """Warm the job's network before its first timing, as the C client of ``bench --library`` does
+    (:func:`colltune.tune.measure.warm_network`, for :func:`~colltune.tune.measure.network_warmup`
+    seconds: none on one host); the seconds, which the fresh jobs spend too."""
+    from colltune.tune.measure import network_warmup, warm_network
+
+    seconds = network_warmup(comm)
+    if seconds:
+        say(f"warming the network: 64 KiB between every pair of ranks for {seconds:g} s")
+        warm_network(comm, seconds)
+    return seconds
+
+
 def _checks(comm: Any, target: str, timer: Any, reps: int, warmup: int, say: Callable[[str], None],
-            notes: list[str]) -> RulesCheck:
+            notes: list[str], network_warmup: float) -> RulesCheck:
     """The last looks at each collective's rules in the job: under MPICH, the fresh-job check
-    (:mod:`colltune.tune.fresh`; jobs spawned from this one), then the in-order check
-    (:mod:`colltune.tune.sequence`).  The fresh-job check is MPICH's only: colltune models no other
-    library's own choice, and Open MPI's long calls showed no such regimes (docs/tune.md)."""
+    (:mod:`colltune.tune.fresh`; jobs spawned from this one, each warming its network for
+    ``network_warmup`` seconds first), then the in-order check (:mod:`colltune.tune.sequence`).  The
+    fresh-job check is MPICH's only: colltune models no other library's own choice, and Open MPI's
+    long calls showed no such regimes (docs/tune.md)."""
     from colltune.tune.fresh import fresh_hook
     from colltune.tune.measure import SETTLE_CALL
     from colltune.tune.sequence import in_order_hook
@@ -227,7 +241,8 @@ def _checks(comm: Any, target: str, timer: Any, reps: int, warmup: int, say: Cal
     in_order = in_order_hook(timer, MEASURE_TOLERANCE, say, notes)
     if target != "mpich":
         return in_order
-    fresh = fresh_hook(FreshJobs(comm, target, reps, warmup), SETTLE_CALL, MEASURE_TOLERANCE,
+    fresh = fresh_hook(FreshJobs(comm, target, reps, warmup, network_warmup=network_warmup), SETTLE_CALL,
+                       MEASURE_TOLERANCE,
                        lambda *args: runs_by_itself(target, *args), say, notes)
     return chain(fresh, in_order)
 
@@ -244,6 +259,7 @@ def _tune_measure(colls: list[str], procs: str | None, max_size: str | None, rep
 
     comm = MPI.COMM_WORLD
     me, size = comm.Get_rank(), comm.Get_size()
+    say = progress_lines(me)
     with mpi_job(comm, [output, *files.values()]) as fail:
         if procs is not None and parse_int_list(procs, "--procs") != [size]:
             fail(f"--method measure tunes at the job's {size} processes; --procs {procs} differs (run mpiexec -n P, "
@@ -257,6 +273,7 @@ def _tune_measure(colls: list[str], procs: str | None, max_size: str | None, rep
                                 hosts=tuple(comm.allgather(MPI.Get_processor_name())), procs=size)
         forcer = forcer_for(target, library) if target != "colltune" else None
         notes: list[str] = []
+        warm = _warm(comm, say)
         try:
             pricer: Any = MeasurePricer(comm, reps, warmup) if forcer is None else LibraryTimer(comm, forcer, reps,
                                                                                                  warmup)
@@ -264,8 +281,7 @@ def _tune_measure(colls: list[str], procs: str | None, max_size: str | None, rep
                                 native="the MPI library's own collective, timed", resolution=MEASURE_RESOLUTION,
                                 tolerance=MEASURE_TOLERANCE, library=target, promises=promises,
                                 space=None if forcer is None else LibrarySpace(target, promises),
-                                check=_checks(comm, target, pricer, reps, warmup, progress_lines(me), notes),
-                                say=progress_lines(me))
+                                check=_checks(comm, target, pricer, reps, warmup, say, notes, warm), say=say)
         finally:
             if forcer is not None:
                 forcer.close()
@@ -296,6 +312,7 @@ def _tune_hybrid(colls: list[str], procs: str | None, max_size: str | None, reps
         predictor, name = _pricer(profile, "simulate", model)
         library = MPI.Get_library_version().strip()
         forcer = forcer_for(target, library) if target != "colltune" else None
+        warm = _warm(comm, say)
         try:
             if forcer is not None:
                 space: Any = LibrarySpace(target, promises)
@@ -318,7 +335,7 @@ def _tune_hybrid(colls: list[str], procs: str | None, max_size: str | None, reps
                                 profile=profile.name, native="the MPI library's own collective, timed",
                                 resolution=MEASURE_RESOLUTION, library=target, space=space,
                                 tolerance=MEASURE_TOLERANCE, promises=promises,
-                                check=_checks(comm, target, timer, reps, warmup, say, notes), say=say)
+                                check=_checks(comm, target, timer, reps, warmup, say, notes, warm), say=say)
         finally:
             if forcer is not None:
                 forcer.close()

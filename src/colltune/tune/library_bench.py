@@ -95,6 +95,9 @@ MIN_TIME = 0.25
 #: A client that times a fresh job measures those first seconds, which the tuner's job, long
 #: warm, never sees and a long-running program spends little of its time in.
 NETWORK_WARMUP = 3.0
+#: Bytes each rank sends every other rank in one round of the network warm-up (the C client's
+#: ``NETWORK_BLOCK``; 64 KiB, the block of the all-to-all that warmed the scatter above).
+NETWORK_BLOCK = 65536
 
 
 class LibraryBenchError(ColltuneError, ValueError):

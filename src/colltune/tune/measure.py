@@ -33,6 +33,7 @@ from colltune.profiles.format import Provenance
 from colltune.runtime.api import plan
 from colltune.tune.bench import BenchPoint, BenchResults, BenchSeries, Predictor, bench_runs, predicted
 from colltune.tune.forcing import MpichForcer, OpenMPIForcer
+from colltune.tune.library_bench import NETWORK_BLOCK, NETWORK_WARMUP
 from colltune.tune.select import Pricer
 from colltune.tune.table import NATIVE, DecisionTable
 
@@ -151,6 +152,34 @@ def time_collective(comm: MPI.Comm, collective: str, algorithm: str, size: int, 
     q1, med, q3 = np.percentile(slowest, [25, 50, 75])
     rank_median = comm.allreduce(float(np.median(mine)), op=MPI.MAX)
     return Timing(float(med), float(q1), float(q3), reps, rank_median)
+
+
+def network_warmup(comm: MPI.Comm) -> float:
+    """Seconds a timing job on ``comm`` warms its network for before it times anything: on ranks
+    of more than one host (by processor name) :data:`~colltune.tune.library_bench.NETWORK_WARMUP`,
+    as the C client of ``bench --library`` does on a testbed; else 0 (collective)."""
+    return NETWORK_WARMUP if len(set(comm.allgather(MPI.Get_processor_name()))) > 1 else 0.0
+
+
+def warm_network(comm: MPI.Comm, seconds: float) -> int:
+    """Exchange :data:`~colltune.tune.library_bench.NETWORK_BLOCK` bytes between every pair of
+    ranks of ``comm`` by point-to-point calls, round after round, until rank 0 has seen ``seconds``
+    pass (the C client's warm-up; :data:`~colltune.tune.library_bench.NETWORK_WARMUP` says why).
+    Collective; returns the rounds made (0 where ``seconds`` is 0 or ``comm`` has one rank)."""
+    procs, me = comm.Get_size(), comm.Get_rank()
+    if seconds <= 0 or procs < 2:
+        return 0
+    out = np.zeros((procs, NETWORK_BLOCK), np.uint8)
+    into = np.empty_like(out)
+    start, rounds, done = MPI.Wtime(), 0, False
+    while not done:
+        peers = [(me + i) % procs for i in range(1, procs)]
+        requests = [comm.Irecv(into[(me - i) % procs], source=(me - i) % procs) for i in range(1, procs)]
+        requests += [comm.Isend(out[peer], dest=peer) for peer in peers]
+        MPI.Request.Waitall(requests)
+        rounds += 1
+        done = comm.bcast(MPI.Wtime() - start >= seconds if me == 0 else None, root=0)
+    return rounds
 
 
 def _at_job_size(comm: MPI.Comm, procs: int) -> None:

@@ -3,8 +3,9 @@
 :class:`FreshJobs` is the ``run`` of :func:`colltune.tune.fresh.check_fresh`: every rank of the
 tuning job calls it with the same arguments; it spawns as many processes as the job has
 (``MPI_Comm_spawn`` of ``python -m mpi4py -m colltune.tune.spawn``, placed by the launcher as it
-placed the job: one per host on the testbed), which force each algorithm of the sequence in turn
-and time it as the tuners do (:class:`colltune.tune.measure.LibraryTimer`), then send the times
+placed the job: one per host on the testbed), which warm their network as the tuning job did
+(``network_warmup`` seconds, :func:`colltune.tune.measure.warm_network`), then force each algorithm
+of the sequence in turn and time it as the tuners do (:class:`colltune.tune.measure.LibraryTimer`), then send the times
 back.  While the spawned job runs, the tuning job's ranks sleep in short steps rather than wait in
 MPI, which would spin on the cores the spawned job needs (the testbed runs 8 ranks on 2 cores).
 An exception in a spawned process ends the whole run (``python -m mpi4py`` aborts), so a failure
@@ -16,14 +17,14 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mpi4py import MPI
 
 from colltune.models import Unavailable
 from colltune.tune.forcing import forcer_for
-from colltune.tune.measure import TIMING_BUDGET, TIMING_FILL, TUNE_REST, LibraryTimer
+from colltune.tune.measure import TIMING_BUDGET, TIMING_FILL, TUNE_REST, LibraryTimer, warm_network
 from colltune.tune.select import Choice
 
 #: Seconds between two looks at whether the spawned job has answered.
@@ -51,15 +52,19 @@ class FreshJobs:
     budget: float | None = TIMING_BUDGET
     fill: float = TIMING_FILL
     rest: float = TUNE_REST
+    #: Seconds each spawned job exchanges blocks between every pair of ranks before its first timing.
+    network_warmup: float = 0.0
     #: How many jobs were spawned.
     jobs: int = 0
+    #: The rounds of the network warm-up each spawned job made, in order.
+    warmed: list[int] = field(default_factory=list)
 
     def __call__(self, collective: str, sequence: Sequence[tuple[int, Choice]]) -> dict[int, float]:
         """Seconds per call of each ``(size, choice)`` of ``sequence``, timed in that order in one
         fresh job, by size (inf where the job could not force the choice)."""
         me = self.comm.Get_rank()
         work = {"target": self.target, "collective": collective, "reps": self.reps, "warmup": self.warmup,
-                "budget": self.budget, "fill": self.fill, "rest": self.rest,
+                "budget": self.budget, "fill": self.fill, "rest": self.rest, "network_warmup": self.network_warmup,
                 "sequence": [(size, name, dict(params)) for size, (name, params) in sequence]}
         try:
             inter = self.comm.Spawn(sys.executable, ["-m", "mpi4py", "-m", __name__], maxprocs=self.comm.Get_size(),
@@ -74,17 +79,20 @@ class FreshJobs:
             result = self.comm.bcast(result, root=0)
         finally:
             inter.Disconnect()
-        return {int(size): float(t) for size, t in result.items()}
+        self.warmed.append(int(result["warmed"]))
+        return {int(size): float(t) for size, t in result["times"].items()}
 
 
 def _child(parent: MPI.Intercomm) -> None:
-    """The spawned job: time the parent's sequence, send the times from rank 0."""
+    """The spawned job: warm the network, time the parent's sequence, send the times and the
+    warm-up's rounds from rank 0."""
     comm = MPI.COMM_WORLD
     work = parent.bcast(None, root=0)
     forcer = forcer_for(work["target"], MPI.Get_library_version())
     timer = LibraryTimer(comm, forcer, work["reps"], work["warmup"], work["budget"], work["fill"],
                          rest=work["rest"])
     out: dict[int, float] = {}
+    warmed = warm_network(comm, work["network_warmup"])
     try:
         for size, name, params in work["sequence"]:
             try:
@@ -94,7 +102,7 @@ def _child(parent: MPI.Intercomm) -> None:
     finally:
         forcer.close()
     if comm.Get_rank() == 0:
-        parent.send(out, dest=0)
+        parent.send({"times": out, "warmed": warmed}, dest=0)
     parent.Disconnect()
 
 
