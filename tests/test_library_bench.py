@@ -16,6 +16,7 @@ from helpers import every_algorithm_table, run_bounded
 from colltune.tune import write_table
 from colltune.tune.library_bench import (
     FORCED_KEEP,
+    LibraryBench,
     LibraryBenchError,
     build_client,
     parse_output,
@@ -83,12 +84,18 @@ def test_open_mpi_with_and_without_the_exported_rules(table: Path, tmp_path: Pat
     assert any("Open MPI" in note for note in read_library_bench(out).notes)
 
 
-def test_the_client_times_quick_sizes_for_at_least_min_time(table: Path, tmp_path: Path) -> None:
+def one_local_round(table: Path, tmp_path: Path, *args: str) -> LibraryBench:
+    """``bench --library mpich`` on local ranks, one round of 3 calls a size, with ``args``; its results."""
     out = tmp_path / "lib.json"
-    res = colltune("bench", "--library", "mpich", "--table", str(table), "-n", "2", "--sizes", "4096", "--reps", "3",
-                   "--rounds", "1", "--min-time", "0.05", "-c", "bcast", "-c", "allreduce", "-o", str(out))
+    res = colltune("bench", "--library", "mpich", "--table", str(table), "--reps", "3", "--rounds", "1", *args,
+                   "-o", str(out))
     assert res.returncode == 0, res.stderr[-3000:]
-    results = read_library_bench(out)
+    return read_library_bench(out)
+
+
+def test_the_client_times_quick_sizes_for_at_least_min_time(table: Path, tmp_path: Path) -> None:
+    results = one_local_round(table, tmp_path, "-n", "2", "--sizes", "4096", "--min-time", "0.05", "-c", "bcast",
+                              "-c", "allreduce")
     assert results.min_time == 0.05 and "3 calls or 0.05 s" in results.provenance.source
     assert results.network_warmup == 0 and "network" not in results.provenance.source  # local: no network to warm
     for cell in results.cells:
@@ -99,11 +106,8 @@ def test_the_client_times_quick_sizes_for_at_least_min_time(table: Path, tmp_pat
 
 
 def test_every_run_of_the_client_warms_the_network_first(table: Path, tmp_path: Path) -> None:
-    out = tmp_path / "lib.json"
-    res = colltune("bench", "--library", "mpich", "--table", str(table), "-n", "3", "--sizes", "0,4096", "--reps", "3",
-                   "--rounds", "1", "--min-time", "0", "--network-warmup", "0.25", "-c", "bcast", "-o", str(out))
-    assert res.returncode == 0, res.stderr[-3000:]
-    results = read_library_bench(out)
+    results = one_local_round(table, tmp_path, "-n", "3", "--sizes", "0,4096", "--min-time", "0", "--network-warmup",
+                              "0.25", "-c", "bcast")
     assert results.network_warmup == 0.25 and "0.25 s of network warm-up" in results.provenance.source
     assert {(c.collective, c.size) for c in results.cells} == {("bcast", 0), ("bcast", 4096)}
 
