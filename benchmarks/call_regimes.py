@@ -7,7 +7,7 @@ Run: ``python benchmarks/call_regimes.py [--library mpich|openmpi] [--collective
 Brings up a testbed (``colltune testbed up``, hosts on the testbed's TCP), runs itself ``--jobs``
 times under ``colltune testbed run`` (one rank per host; Open MPI from the venv of
 ``library_testbed.py --library openmpi``) and tears the testbed down.  In each job, every rank
-first exchanges 64 KiB with every other for ``--network-warmup`` seconds
+first exchanges 256 KiB with every other, one peer at a time, for ``--network-warmup`` seconds
 (:func:`colltune.tune.measure.warm_network`, what the C client of ``bench --library`` and the
 tuner do on a testbed), then each round takes the algorithms in turn; each is forced through MPI_T
 (:func:`colltune.tune.forcing.forcer_for`; ``native`` is the library's own choice; Open MPI's on a
@@ -54,7 +54,7 @@ def inner(args: argparse.Namespace) -> None:
     start = MPI.Wtime()
     rounds = warm_network(world, args.network_warmup)
     if me == 0 and rounds:
-        print(f"network warm-up: {rounds} rounds of 64 KiB between every pair in {MPI.Wtime() - start:.1f} s",
+        print(f"network warm-up: {rounds} rounds of 256 KiB between every pair in {MPI.Wtime() - start:.1f} s",
               flush=True)
 
     def run(label: str, collective: str, alg: str, size: int, calls: int) -> None:
@@ -117,7 +117,7 @@ def main() -> None:
     parser.add_argument("--prelude", type=prelude, default=[],
                         help="steps run once before the rounds, collective:algorithm:size[:calls] separated by commas")
     parser.add_argument("--network-warmup", type=float, default=0.0,
-                        help="seconds of 64 KiB exchanges between every pair of ranks at the start of each job")
+                        help="seconds of pairwise 256 KiB exchanges between every pair of ranks at the start of each job")
     parser.add_argument("--jobs", type=int, default=1, help="fresh jobs, one after another")
     parser.add_argument("--hosts", type=int, default=8)
     parser.add_argument("--link", default="100Mbit")

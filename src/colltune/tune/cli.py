@@ -220,7 +220,7 @@ def _warm(comm: Any, say: Callable[[str], None]) -> float:
 
     seconds = network_warmup(comm)
     if seconds:
-        say(f"warming the network: 64 KiB between every pair of ranks for {seconds:g} s")
+        say(f"warming the network: 256 KiB between every pair of ranks, one peer at a time, for {seconds:g} s")
         warm_network(comm, seconds)
     return seconds
 
@@ -435,8 +435,8 @@ def _print_tune(table: DecisionTable, output: str, files: dict[str, str | None],
               help="--library: seconds to time each size for at least, per run: more calls than --reps where "
                    "those take less (counted from the warm-up); 0 for exactly --reps.")
 @click.option("--network-warmup", type=click.FloatRange(min=0), metavar="SECONDS",
-              help=f"--library: seconds every run of the client first exchanges 64 KiB blocks between every pair "
-                   f"of ranks, so that TCP's start-up does not slow its first sizes [default: {NETWORK_WARMUP:g} with "
+              help=f"--library: seconds every run of the client first exchanges 256 KiB blocks between every pair "
+                   f"of ranks (one peer at a time), so that TCP's start-up does not slow its first sizes [default: {NETWORK_WARMUP:g} with "
                    f"--testbed, else 0].")
 @click.option("--forced", is_flag=True,
               help="--library: also force each of the library's own algorithms in every round, to compare the "

@@ -162,21 +162,20 @@ def network_warmup(comm: MPI.Comm) -> float:
 
 
 def warm_network(comm: MPI.Comm, seconds: float) -> int:
-    """Exchange :data:`~colltune.tune.library_bench.NETWORK_BLOCK` bytes between every pair of
-    ranks of ``comm`` by point-to-point calls, round after round, until rank 0 has seen ``seconds``
-    pass (the C client's warm-up; :data:`~colltune.tune.library_bench.NETWORK_WARMUP` says why).
-    Collective; returns the rounds made (0 where ``seconds`` is 0 or ``comm`` has one rank)."""
+    """Rounds of a pairwise exchange of :data:`~colltune.tune.library_bench.NETWORK_BLOCK` bytes
+    (in step ``i`` of a round every rank sends to rank + ``i`` and receives from rank - ``i``: one
+    peer each way at a time, so no incast) until rank 0 has seen ``seconds`` pass: the C client's
+    warm-up (:data:`~colltune.tune.library_bench.NETWORK_WARMUP` says why).  Collective; returns
+    the rounds made (0 where ``seconds`` is 0 or ``comm`` has one rank)."""
     procs, me = comm.Get_size(), comm.Get_rank()
     if seconds <= 0 or procs < 2:
         return 0
-    out = np.zeros((procs, NETWORK_BLOCK), np.uint8)
+    out = np.zeros(NETWORK_BLOCK, np.uint8)
     into = np.empty_like(out)
     start, rounds, done = MPI.Wtime(), 0, False
     while not done:
-        peers = [(me + i) % procs for i in range(1, procs)]
-        requests = [comm.Irecv(into[(me - i) % procs], source=(me - i) % procs) for i in range(1, procs)]
-        requests += [comm.Isend(out[peer], dest=peer) for peer in peers]
-        MPI.Request.Waitall(requests)
+        for i in range(1, procs):
+            comm.Sendrecv(out, dest=(me + i) % procs, recvbuf=into, source=(me - i) % procs)
         rounds += 1
         done = comm.bcast(MPI.Wtime() - start >= seconds if me == 0 else None, root=0)
     return rounds

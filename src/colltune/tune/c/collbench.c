@@ -13,9 +13,9 @@
  *                for small messages than for large ones (colltune.tune.library_bench.MIN_TIME
  *                says why)
  *   NETWORK_SECONDS  (default 0) before anything is timed, every rank exchanges NETWORK_BLOCK bytes
- *                with every other rank by point-to-point calls (not the library's all-to-all,
- *                which a selection file or a forced algorithm may route over a few peers only),
- *                round after round, for about this long (colltune.tune.library_bench.NETWORK_WARMUP
+ *                with every other rank, one peer at a time, by point-to-point calls (not the
+ *                library's all-to-all, which a selection file or a forced algorithm may route over
+ *                a few peers only), round after round, for about this long (colltune.tune.library_bench.NETWORK_WARMUP
  *                says why: TCP's congestion windows, not the library, set a fresh job's first
  *                seconds); rank 0 then prints "network-warmup ROUNDS SECONDS"
  *
@@ -48,7 +48,7 @@
 #include <string.h>
 #include <time.h>
 
-enum { MAX_ITEMS = 256, NETWORK_BLOCK = 65536 };
+enum { MAX_ITEMS = 256, NETWORK_BLOCK = 262144 };
 static const long MAX_CALLS = 100000;
 static const double REST_SECONDS = 0.05;
 
@@ -59,34 +59,30 @@ static void rest(void) {
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
-/* Every rank sends NETWORK_BLOCK bytes to and receives as many from every other rank, in rounds,
- * until rank 0 has seen `seconds` pass (its verdict is broadcast, so every rank stops together);
- * rank 0 then prints "network-warmup ROUNDS SECONDS". */
+/* Rounds of a pairwise exchange: in step i of a round every rank sends NETWORK_BLOCK bytes to rank
+ * + i and receives as many from rank - i, so each rank sends to one and receives from one at a time
+ * (no incast, whose losses would leave each connection's window to chance), until rank 0 has seen
+ * `seconds` pass (its verdict is broadcast, so every rank stops together); rank 0 then prints
+ * "network-warmup ROUNDS SECONDS". */
 static void warm_network(double seconds, int rank, int procs) {
   if (!(seconds > 0) || procs < 2) return;
-  char *out = calloc((size_t)NETWORK_BLOCK * (size_t)procs, 1), *in = malloc((size_t)NETWORK_BLOCK * (size_t)procs);
-  MPI_Request *reqs = malloc(2 * (size_t)procs * sizeof *reqs);
-  if (!out || !in || !reqs) {
+  char *out = calloc(NETWORK_BLOCK, 1), *in = malloc(NETWORK_BLOCK);
+  if (!out || !in) {
     fprintf(stderr, "collbench: out of memory\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   const double t0 = MPI_Wtime();
   long rounds = 0;
   for (int done = 0; !done; ++rounds) {
-    int n = 0;
-    for (int i = 1; i < procs; ++i) {
-      const int from = (rank - i + procs) % procs, to = (rank + i) % procs;
-      MPI_Irecv(in + (size_t)from * NETWORK_BLOCK, NETWORK_BLOCK, MPI_BYTE, from, 0, MPI_COMM_WORLD, &reqs[n++]);
-      MPI_Isend(out + (size_t)to * NETWORK_BLOCK, NETWORK_BLOCK, MPI_BYTE, to, 0, MPI_COMM_WORLD, &reqs[n++]);
-    }
-    MPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
+    for (int i = 1; i < procs; ++i)
+      MPI_Sendrecv(out, NETWORK_BLOCK, MPI_BYTE, (rank + i) % procs, 0, in, NETWORK_BLOCK, MPI_BYTE,
+                   (rank - i + procs) % procs, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     done = rank == 0 && MPI_Wtime() - t0 >= seconds;
     MPI_Bcast(&done, 1, MPI_INT, 0, MPI_COMM_WORLD);
   }
   if (rank == 0) printf("network-warmup %ld %.6f\n", rounds, MPI_Wtime() - t0);
   free(out);
   free(in);
-  free(reqs);
 }
 
 static int split(char *text, char **items) {
