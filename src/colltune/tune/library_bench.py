@@ -11,7 +11,8 @@ comes (its defaults) and once with the decision table exported to the library's 
 * Open MPI: the coll/tuned rules file (:func:`~colltune.tune.export.openmpi_rules`) with
   ``coll_tuned_use_dynamic_rules`` on, as ``OMPI_MCA_`` environment variables.
 
-Each collective runs in a job of its own, and the two alternate over ``rounds`` rounds (default
+Each collective runs in a job of its own (on a testbed, after :data:`NETWORK_WARMUP` seconds of
+traffic between every pair of ranks), and the two alternate over ``rounds`` rounds (default
 first, then tuned, in every round); each (collective, size) keeps the median over the rounds of
 the slowest rank's average, so that a slow spell of the machine falls on both.  One job per
 collective, because on a TCP network a collective starts from the connections' state the ones
