@@ -21,8 +21,8 @@ with ``calls`` calls, 10 by default) run once before the rounds, timed and print
 What it showed (docs/tune.md, "What an export gains a C program"): MPICH's own all-to-all of
 256 KiB runs in two regimes on the 100 Mbit/s testbed, about 165 ms and 205-260 ms a call, for
 seconds at a time, where the scattered one stays near 180 ms; and Open MPI's binomial scatter of
-8 KiB takes 6.6 ms a call for the first seconds of most fresh jobs and 4.8-5.2 ms after, or from the
-first call after 3 s of network warm-up (``--library openmpi --collective scatter --size 8KiB
+8 KiB takes 6.4-6.5 ms a call (mean of 100) in the first seconds of most fresh jobs against 4.7-4.8
+for the linear one, and 4.8 ms from the first call after 3 s of network warm-up (``--library openmpi --collective scatter --size 8KiB
 --algorithms binomial,basic_linear --calls 100 --rounds 2 --jobs 5 [--network-warmup 3]``).
 """
 
