@@ -101,8 +101,21 @@ def test_the_client_times_quick_sizes_for_at_least_min_time(table: Path, tmp_pat
     for cell in results.cells:
         # a call of a few KiB between two local ranks takes far less than 0.05 s / 3
         assert cell.iterations > 3, cell
-        # counted from the slowest rank's fastest warm-up call: the calls last about min_time
-        assert cell.iterations * cell.default > 0.05 / 10, cell
+
+
+@pytest.mark.parametrize("min_seconds,warmup,calls", [
+    (0.0, 1, 3),  # no minimum time: exactly ITERATIONS calls
+    (1e9, 0, 3),  # no warm-up call to count from: ITERATIONS calls
+    (1e9, 1, 100_000),  # more calls than the client's MAX_CALLS would take: capped there
+])
+def test_the_client_counts_its_calls_from_the_minimum_time(tmp_path: Path, min_seconds: float, warmup: int,
+                                                           calls: int) -> None:
+    tools = toolchain("mpich")
+    exe = build_client(tools, tmp_path)
+    res = run_bounded([str(tools.launcher), "-n", "2", str(exe), "bcast", "0", str(warmup), "3", repr(min_seconds)],
+                      120, "collbench with a minimum time")
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert parse_output(res.stdout)[("bcast", 0)].iterations == calls
 
 
 def test_every_run_of_the_client_warms_the_network_first(table: Path, tmp_path: Path) -> None:
