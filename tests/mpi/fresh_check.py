@@ -4,15 +4,19 @@ the spawned job cannot force must come back infinitely slow, and a size conteste
 must be timed in two fresh jobs per pass.  With the calls this short, what wins is up to the
 timings; whatever it is, the rules must tile the sizes and every rank must keep the same.  The
 network warm-up (colltune.tune.measure.warm_network) runs until its time has passed, in the same
-rounds on every rank, in this job and in a spawned one.
+rounds on every rank, in this job and in a spawned one; where the tuner warms it, the table's
+provenance says so.
 Usage: python -m mpi4py fresh_check.py
 """
 
 import json
 import math
+import re
 
 from mpi4py import MPI
 
+from colltune.tune import measure
+from colltune.tune.cli import _warm
 from colltune.tune.forcing import MpichForcer
 from colltune.tune.fresh import check_fresh
 from colltune.tune.measure import network_warmup, warm_network
@@ -37,6 +41,19 @@ rounds = warm_network(comm, 0.2)
 same_everywhere("the warm-up's rounds", rounds)
 if warm_network(comm, 0) != 0 or (procs > 1 and (rounds < 1 or MPI.Wtime() - start < 0.2)) or (procs == 1 and rounds):
     raise AssertionError(f"warm_network(0.2): {rounds} rounds in {MPI.Wtime() - start:.3f} s at P = {procs}")
+
+# one host: the tuner does not warm; on hosts of their own (the network_warmup it reads, patched)
+# it does, and notes the rounds for the table's provenance
+said: list[str] = []
+notes: list[str] = []
+if _warm(comm, said.append, notes) != 0 or said or notes:
+    raise AssertionError(f"one host: the tuner warmed the network ({said}, {notes})")
+measure.network_warmup = lambda _: 0.2
+seconds = _warm(comm, said.append, notes)
+noted = re.search(r"for 0\.2 s \((\d+) rounds\) before the first timing", notes[-1]) if notes else None
+if seconds != 0.2 or len(notes) != 1 or noted is None or (int(noted[1]) >= 1) != (procs > 1):
+    raise AssertionError(f"hosts of their own at P = {procs}: the tuner's warm-up notes {notes}")
+measure.network_warmup = network_warmup
 
 probe = MpichForcer(MPI.Get_library_version())
 other_tree = "knomial_1" if probe.tree_type == "kary" else "kary"

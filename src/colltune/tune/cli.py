@@ -212,16 +212,19 @@ def _tune_offline(profile_spec: str | None, method: str, model: str | None, coll
         raise click.UsageError(str(exc)) from None
 
 
-def _warm(comm: Any, say: Callable[[str], None]) -> float:
+def _warm(comm: Any, say: Callable[[str], None], notes: list[str]) -> float:
     """Warm the job's network before its first timing, as the C client of ``bench --library`` does
     (:func:`colltune.tune.measure.warm_network`, for :func:`~colltune.tune.measure.network_warmup`
-    seconds: none on one host); the seconds, which the fresh jobs spend too."""
+    seconds: none on one host), and say so in ``notes`` (the table's provenance); the seconds,
+    which the fresh jobs spend too."""
     from colltune.tune.measure import network_warmup, warm_network
 
     seconds = network_warmup(comm)
     if seconds:
-        say(f"warming the network: 256 KiB between every pair of ranks, one peer at a time, for {seconds:g} s")
-        warm_network(comm, seconds)
+        line = f"network warm-up: 256 KiB between every pair of ranks, one peer at a time, for {seconds:g} s"
+        say(line)
+        rounds = warm_network(comm, seconds)
+        notes.append(f"{line} ({rounds} rounds) before the first timing")
     return seconds
 
 
@@ -273,7 +276,7 @@ def _tune_measure(colls: list[str], procs: str | None, max_size: str | None, rep
                                 hosts=tuple(comm.allgather(MPI.Get_processor_name())), procs=size)
         forcer = forcer_for(target, library) if target != "colltune" else None
         notes: list[str] = []
-        warm = _warm(comm, say)
+        warm = _warm(comm, say, notes)
         try:
             pricer: Any = MeasurePricer(comm, reps, warmup) if forcer is None else LibraryTimer(comm, forcer, reps,
                                                                                                  warmup)
@@ -312,7 +315,8 @@ def _tune_hybrid(colls: list[str], procs: str | None, max_size: str | None, reps
         predictor, name = _pricer(profile, "simulate", model)
         library = MPI.Get_library_version().strip()
         forcer = forcer_for(target, library) if target != "colltune" else None
-        warm = _warm(comm, say)
+        notes: list[str] = []
+        warm = _warm(comm, say, notes)
         try:
             if forcer is not None:
                 space: Any = LibrarySpace(target, promises)
@@ -330,7 +334,6 @@ def _tune_hybrid(colls: list[str], procs: str | None, max_size: str | None, reps
                        f"{warmup})" + _flags(target, promises),
                 date=datetime.now(timezone.utc).isoformat(timespec="seconds"), colltune_version=__version__,
                 mpi_library=library, hosts=tuple(comm.allgather(MPI.Get_processor_name())), procs=size)
-            notes: list[str] = []
             table = build_table(hybrid, "hybrid", colls, [size], largest, provenance, model=name,
                                 profile=profile.name, native="the MPI library's own collective, timed",
                                 resolution=MEASURE_RESOLUTION, library=target, space=space,
