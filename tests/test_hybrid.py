@@ -618,3 +618,21 @@ def test_a_timing_with_rest_sleeps_that_long_before_its_first_call_and_times_the
     rested, rested_reps = timed(REST)
     assert rested_reps == plain_reps == 4
     assert rested >= REST > 0
+
+
+def test_a_long_call_is_priced_by_its_mean_and_a_short_one_by_its_median():
+    """:attr:`colltune.tune.measure.Timing.price`: a call whose slowest rank's median takes
+    MEAN_CALL or more costs its mean (a loss in one call of ten counts, as in the C client), a
+    shorter one its median (a wait for a core does not); time_collective fills both in."""
+    from mpi4py import MPI
+
+    from colltune.tune.measure import MEAN_CALL, Timing, time_collective
+
+    def timing(median: float, mean: float) -> Timing:
+        return Timing(median, median, median, 10, median, mean)
+
+    assert timing(MEAN_CALL, 1.5 * MEAN_CALL).price == 1.5 * MEAN_CALL
+    assert timing(0.019, 0.0265).price == 0.0265  # Open MPI's linear gather of 32 KiB on the testbed
+    assert timing(0.99 * MEAN_CALL, 5 * MEAN_CALL).price == 0.99 * MEAN_CALL
+    t = time_collective(MPI.COMM_SELF, "allgather", "ring", 64, {}, 6, 1)
+    assert t.reps == 6 and 0 < t.rank_median < MEAN_CALL and t.rank_mean > 0 and t.price == t.rank_median

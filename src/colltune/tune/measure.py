@@ -1,9 +1,10 @@
 """Timing collectives in the running MPI job: the measuring tuner, the library timer of the hybrid
 tuner, and ``colltune bench``.
 
-The tuners price a candidate by :attr:`Timing.rank_median` (each rank's median call, the slowest
-rank's: what the OSU-style C client of ``bench --library`` reports, less its outliers); ``bench``
-records the median and quartiles of the slowest rank per repetition.
+The tuners price a candidate by :attr:`Timing.price`: the slowest rank's median call, or its mean
+call (what the OSU-style C client of ``bench --library`` reports) where calls take
+:data:`MEAN_CALL` or more; ``bench`` records the median and quartiles of the slowest rank per
+repetition.
 
 One timing of a candidate: every rank builds the plan (:func:`colltune.runtime.plan`) on buffers
 of the right sizes, sleeps for a moment (:data:`TUNE_REST` in the tuners, :data:`REST` in the
@@ -37,19 +38,44 @@ from colltune.tune.library_bench import NETWORK_BLOCK, NETWORK_WARMUP
 from colltune.tune.select import Pricer
 from colltune.tune.table import NATIVE, DecisionTable
 
+#: Seconds: where the slowest rank's median call takes at least this long, the tuners price a
+#: candidate by the slowest rank's mean call (:attr:`Timing.price`), as the C client of ``bench
+#: --library`` and a program pay it, rather than by its median.  A median cannot see a loss that
+#: strikes one call in ten: on the 8-host testbed (100 Mbit/s, cubic), Open MPI's linear gather of
+#: 32 KiB (every rank sends at once, eagerly) had a median call of 19 ms like the other gathers, but
+#: one call in 10-40 took 35-40 ms (a fast retransmission) or 230 ms (a timeout) at the switch port
+#: of the root, which made its mean 23.5-30.6 ms in 5 of 6 rounds of fresh jobs against 19.3-19.9
+#: for the others (``benchmarks/call_regimes.py --library openmpi --collective gather --size 32KiB
+#: --algorithms native,basic_linear,linear_sync``, 2026-11-27); the hybrid tuner had chosen it
+#: there on its median (20.4 against 25.6 ms), and the C client found the file 0.79 times as fast
+#: as Open MPI's defaults.  Below, a mean would count what the median is there to leave out: with
+#: 8 ranks on 2 cores some calls wait 2-5 ms for a core (the same runs: 22-27 ms calls among the
+#: 19 ms ones of every gather), which is a few percent of a 10 ms call over 20 calls but several
+#: times a call of a few hundred microseconds.
+MEAN_CALL = 0.01
+
 
 @dataclass(frozen=True)
 class Timing:
     """Median and quartiles of a collective's time, in seconds, over ``reps`` repetitions (each
-    repetition's time the slowest rank's), and ``rank_median``: the largest over the ranks of each
+    repetition's time the slowest rank's), ``rank_median``: the largest over the ranks of each
     rank's median time, the OSU-style figure (the slowest rank's typical call) without the
-    outliers an average keeps."""
+    outliers an average keeps, and ``rank_mean``: the largest over the ranks of each rank's mean
+    time, the C client's figure."""
 
     median: float
     q1: float
     q3: float
     reps: int
     rank_median: float
+    rank_mean: float
+
+    @property
+    def price(self) -> float:
+        """Seconds per call the tuners price the candidate at: ``rank_mean`` where ``rank_median``
+        is :data:`MEAN_CALL` or more (a long call, where a loss is not an outlier to leave out but
+        part of what it costs), else ``rank_median``."""
+        return self.rank_mean if self.rank_median >= MEAN_CALL else self.rank_median
 
 
 def _buffers(collective: str, procs: int, me: int, size: int) -> tuple[Any, ...]:
@@ -151,7 +177,8 @@ def time_collective(comm: MPI.Comm, collective: str, algorithm: str, size: int, 
     comm.Allreduce(mine, slowest, op=MPI.MAX)
     q1, med, q3 = np.percentile(slowest, [25, 50, 75])
     rank_median = comm.allreduce(float(np.median(mine)), op=MPI.MAX)
-    return Timing(float(med), float(q1), float(q3), reps, rank_median)
+    rank_mean = comm.allreduce(float(np.mean(mine)), op=MPI.MAX)
+    return Timing(float(med), float(q1), float(q3), reps, rank_median, rank_mean)
 
 
 def network_warmup(comm: MPI.Comm) -> float:
@@ -213,7 +240,7 @@ class MeasurePricer:
                                 self.fill, self.rest)
         except ParameterError as exc:
             raise Unavailable(str(exc)) from None
-        return t.rank_median, dict(params)
+        return t.price, dict(params)
 
 
 @dataclass
@@ -250,7 +277,7 @@ class LibraryTimer:
             if comm is not self.comm:
                 comm.Free()
             self.forcer.restore()
-        return t.rank_median, dict(params)
+        return t.price, dict(params)
 
 
 def bench(comm: MPI.Comm, table: DecisionTable, table_name: str, collectives: Sequence[str], sizes: Sequence[int],
