@@ -36,13 +36,15 @@ win: leads in two passes of three that came to 3.7 % together (90 against 114, 1
 and 106 against 114 ms) gave 128 KiB to the scattered one, which the client then found 0.88 times
 as fast (16:04); and two passes, not three, because each costs two jobs of about 8 s, and three
 passes for three collectives took the target command of issue #19 to 337 s (18:15).  Where the
-challenger is the rules' own choice at the grid size before (the holder's rule begins with a
-switch there), any lead over the two passes will do:
+challenger is the rules' own choice at the grid size before, or has just won it (the holder's
+rule begins with a switch there), any lead over the two passes will do:
 the tolerance keeps the library's own choice where it is as fast, but after another algorithm's
 sizes that choice is not what the library runs by itself, which would have run it at the sizes
 before too, and the switch costs the program more than a fresh job's ten calls see (on the
 testbed, 2026-11-27: MPICH's own allreduce of 512 KiB after the ring's 256 KiB, 92.4 against the
-ring's 89.4 ms in the fresh jobs, 100-103 against 88-93 ms in the C client).  A contested size
+ring's 89.4 ms in the fresh jobs, 100-103 against 88-93 ms in the C client; and after the
+fresh jobs gave the ring 256 KiB, MPICH's own at 512 KiB, 4.8 % behind it over two passes, read
+92.8-108 ms in the client against the ring's 91.5-92.9, 18:15).  A contested size
 between two sizes that go to the same challenger goes to it too where it was faster in all passes
 together.  This module only decides; it has no MPI.
 """
@@ -180,7 +182,6 @@ def check_fresh(run: FreshRun, collective: str, procs: int, rules: tuple[Rule, .
     contested = {c.size: c for c in found}
     sequences = {name: [(s, pick(contested[s]) if s in contested else rule_choice(_rule_at(rules, s))) for s in span]
                  for name, pick in (("holders", lambda c: c.holder), ("challengers", lambda c: c.challenger))}
-    bar = {c.size: 0.0 if _continues(rules, grid, c) else tolerance for c in found}
     passes: list[dict[str, dict[int, float]]] = []
     for attempt, order in enumerate((("holders", "challengers"), ("challengers", "holders")), 1):
         timed = {name: run(collective, sequences[name]) for name in order}
@@ -193,9 +194,12 @@ def check_fresh(run: FreshRun, collective: str, procs: int, rules: tuple[Rule, .
         """The challenger's and the holder's seconds per call, summed over the passes."""
         return sum(p["challengers"][c.size] for p in passes), sum(p["holders"][c.size] for p in passes)
 
-    # a holder a fresh job could not run (inf) says nothing
-    won = {c.size: c.challenger for c in found
-           if together(c)[0] * (1 + bar[c.size]) < together(c)[1] < math.inf}
+    won: dict[int, Choice] = {}
+    for c in found:  # ascending: a size won below makes the next one's rule begin with a switch too
+        i = grid.index(c.size)
+        bar = 0.0 if _continues(rules, grid, c) or (i and won.get(grid[i - 1]) == c.challenger) else tolerance
+        if together(c)[0] * (1 + bar) < together(c)[1] < math.inf:  # a holder a job could not run says nothing
+            won[c.size] = c.challenger
     if not won:
         return rules
     for c in found:  # bridge a contested size between two won by the same challenger
