@@ -299,3 +299,10 @@ def test_a_rank_killed_during_the_probe_ends_the_job(tmp_path: Path) -> None:
         pytest.fail("the job hung after one of its ranks was killed")
     assert proc.returncode != 0
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("procs", (1, 3, 5))
+def test_ranks_waiting_for_a_quiet_broadcast_get_the_value_and_sleep(procs: int) -> None:
+    res = run_mpi("quiet_check.py", procs, timeout=120)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert f"quiet check passed: P={procs}, {4 * procs} broadcasts" in res.stdout

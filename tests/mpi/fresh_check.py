@@ -69,6 +69,9 @@ if sorted(times) != [1024, 2048, 4096] or not math.isinf(times[2048]) or not all
 same_everywhere("the spawned job's warm-up", jobs.warmed)
 if len(jobs.warmed) != 1 or (jobs.warmed[0] < 1) != (procs == 1):
     raise AssertionError(f"the spawned job warmed its network in {jobs.warmed} rounds at P = {procs}")
+same_everywhere("the spawned job's hosts", jobs.hosts)
+if jobs.hosts != [1]:
+    raise AssertionError(f"the spawned job ran on {jobs.hosts} hosts, not on this one")
 
 sizes = grid_sizes(8192)
 samples = {s: Sample(procs=procs, size=s, candidates=(Candidate(algorithm=NATIVE, time=1.0),

@@ -46,7 +46,6 @@ and rejected outliers; every fit in ``fits`` with its residuals.
 from __future__ import annotations
 
 import datetime
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -77,6 +76,7 @@ from colltune.probe.measure import Meter
 from colltune.probe.stats import derived, series, summarise
 from colltune.probe.trunks import trunk_distance, trunk_shift_time
 from colltune.profiles.format import Fit, Models, Profile, Provenance, Series
+from colltune.runtime.quiet import sleep_until
 from colltune.sim import NETWORKS, Topology, topology_for
 from colltune.sim.calls import steady_call
 from colltune.tune.measure import REST, Timing, time_collective
@@ -151,10 +151,6 @@ MIN_HOLD = 1e-3
 #: Repetitions of each check (after one warm-up), and seconds each may take at most (down to
 #: :data:`colltune.tune.measure.MIN_REPS`).
 CHECK_REPS, CHECK_BUDGET = 7, 1.0
-#: Seconds a rank sleeps between tests while rank 0 fits the models: at most this much is lost
-#: once rank 0 is done, against seconds of fitting.
-WAIT_POLL = 0.01
-
 #: ``progress(description, steps done, steps in all)``, called on rank 0 as each step starts.
 Progress = Callable[[str, int, int], None]
 
@@ -192,9 +188,10 @@ class _SecondCheck:
     """The discriminating check, which rank 0 chooses after fitting while the other ranks wait:
     :meth:`follow` (ranks > 0) times what rank 0 sends, :meth:`lead` (rank 0) sends and times it,
     and :meth:`release` (rank 0, always) tells the waiting ranks to stop if rank 0 failed before.
-    The waiting ranks sleep between tests of a non-blocking barrier (:data:`WAIT_POLL`) instead of
-    spinning in MPI: with more ranks than cores (8 on the testbed's 2) spinning ranks take the
-    processor from rank 0's fits and simulations."""
+    The waiting ranks sleep between tests of a non-blocking barrier
+    (:func:`colltune.runtime.quiet.sleep_until`) instead of spinning in MPI: with more ranks than
+    cores (8 on the testbed's 2) spinning ranks take the processor from rank 0's fits and
+    simulations."""
 
     def __init__(self, comm: MPI.Comm) -> None:
         self.comm, self.waiting = comm, False
@@ -204,9 +201,7 @@ class _SecondCheck:
         self.waiting = True
 
     def follow(self) -> None:
-        request = self.comm.Ibarrier()
-        while not request.Test():
-            time.sleep(WAIT_POLL)
+        sleep_until(self.comm.Ibarrier())
         cases = self.comm.bcast(None, root=0)
         if cases is None:
             raise ProbeError("the probe failed on rank 0 while fitting the models (its error says why)")

@@ -53,7 +53,7 @@ from colltune.tune import (
 )
 from colltune.tune.bench import Predictor
 from colltune.tune.export import mpich_text, openmpi_json_text, openmpi_rules
-from colltune.tune.hybrid import HYBRID_MARGIN, HybridPricer
+from colltune.tune.hybrid import HYBRID_MARGIN, SHARE_POLL, HybridPricer
 from colltune.tune.library_bench import (
     LIBRARIES,
     MIN_TIME,
@@ -299,6 +299,7 @@ def _tune_hybrid(colls: list[str], procs: str | None, max_size: str | None, reps
     :mod:`colltune.tune.hybrid`); the table on rank 0, None on the others."""
     from mpi4py import MPI
 
+    from colltune.runtime.quiet import quiet_bcast
     from colltune.tune.forcing import forcer_for
     from colltune.tune.measure import LibraryTimer, MeasurePricer
     from colltune.tune.targets import LibraryPricer, LibrarySpace
@@ -317,6 +318,7 @@ def _tune_hybrid(colls: list[str], procs: str | None, max_size: str | None, reps
         forcer = forcer_for(target, library) if target != "colltune" else None
         notes: list[str] = []
         warm = _warm(comm, say, notes)
+        verdicts = comm.Dup()
         try:
             if forcer is not None:
                 space: Any = LibrarySpace(target, promises)
@@ -325,7 +327,7 @@ def _tune_hybrid(colls: list[str], procs: str | None, max_size: str | None, reps
             else:
                 space, timer = REGISTRY_SPACE, MeasurePricer(comm, reps, warmup)
             hybrid = HybridPricer(predictor, timer, space, margin, progress=say,
-                                  share=lambda value: comm.bcast(value, root=0), leader=me == 0,
+                                  share=lambda value: quiet_bcast(verdicts, value, poll=SHARE_POLL), leader=me == 0,
                                   always=space.library_default if forcer is not None else None)
             say(f"hybrid: {', '.join(colls)} at P = {size}, sizes up to {largest} B, predicted by {name} on "
                 f"{profile.name}, timing those within {1 + margin:g} x the best prediction ({reps} runs each)")
@@ -340,6 +342,7 @@ def _tune_hybrid(colls: list[str], procs: str | None, max_size: str | None, reps
                                 tolerance=MEASURE_TOLERANCE, promises=promises,
                                 check=_checks(comm, target, timer, reps, warmup, say, notes, warm), say=say)
         finally:
+            verdicts.Free()
             if forcer is not None:
                 forcer.close()
         table = table.model_copy(update={"provenance": provenance.model_copy(

@@ -51,6 +51,11 @@ HYBRID_MARGIN = 0.5
 #: a broadcast of about 16 KiB, the sizes where the simulation put Open MPI's scatter-allgather
 #: broadcast 1.5-1.8 times behind the best and the C client found it twice as fast.
 CHEAP_CALL = 0.005
+#: Seconds the other ranks sleep at most between two looks at whether rank 0 has sent its verdict
+#: (:func:`colltune.runtime.quiet.quiet_bcast`): rank 0 simulates every candidate once per size,
+#: for milliseconds, and about two thousand verdicts are shared in a tune at P = 8, so each
+#: millisecond of delay once rank 0 is done costs seconds in all.
+SHARE_POLL = 0.0005
 
 
 @dataclass
@@ -69,7 +74,7 @@ class HybridPricer:
     progress: Callable[[str], None] | None = None
     #: In an MPI job: ``share(value)`` returns rank 0's value on every rank (a broadcast), and only
     #: the rank with ``leader`` set predicts; the others wait for its verdict instead of simulating
-    #: the same candidates on the same cores.
+    #: the same candidates on the same cores (asleep: :data:`SHARE_POLL`).
     share: Callable[[Any], Any] | None = None
     leader: bool = True
     #: ``always(collective, algorithm, params)``: candidates timed whatever their prediction (the

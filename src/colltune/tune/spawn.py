@@ -1,13 +1,17 @@
 """Fresh jobs: a sequence of a library's algorithms timed in a job spawned from the tuning job.
 
 :class:`FreshJobs` is the ``run`` of :func:`colltune.tune.fresh.check_fresh`: every rank of the
-tuning job calls it with the same arguments; it spawns as many processes as the job has
-(``MPI_Comm_spawn`` of ``python -m mpi4py -m colltune.tune.spawn``, placed by the launcher as it
-placed the job: one per host on the testbed), which warm their network as the tuning job did
-(``network_warmup`` seconds, :func:`colltune.tune.measure.warm_network`), then force each algorithm
-of the sequence in turn and time it as the tuners do (:class:`colltune.tune.measure.LibraryTimer`), then send the times
-back.  While the spawned job runs, the tuning job's ranks sleep in short steps rather than wait in
-MPI, which would spin on the cores the spawned job needs (the testbed runs 8 ranks on 2 cores).
+tuning job calls it with the same arguments; rank 0 alone spawns as many processes as the job has
+(``MPI_Comm_spawn`` of ``python -m mpi4py -m colltune.tune.spawn`` on ``MPI_COMM_SELF``, placed
+by the launcher as it placed the job: one per host on the testbed), which warm their network as
+the tuning job did (``network_warmup`` seconds, :func:`colltune.tune.measure.warm_network`), then
+force each algorithm of the sequence in turn and time it as the tuners do
+(:class:`colltune.tune.measure.LibraryTimer`), then send the times back to rank 0, which shares
+them.  While the spawned job starts and runs, the tuning job's ranks sleep in short steps rather
+than wait in MPI, which would spin on the cores the spawned job needs (the testbed runs 8 ranks on
+2 cores): spawned from the whole job, whose ranks all wait inside ``MPI_Comm_spawn`` until the new
+processes have started, a job took 2.9 s to spawn on the testbed (MPICH, 12 jobs of a tune,
+2026-11-27).
 An exception in a spawned process ends the whole run (``python -m mpi4py`` aborts), so a failure
 cannot leave the tuning job waiting.
 """
@@ -15,7 +19,6 @@ cannot leave the tuning job waiting.
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,21 +26,10 @@ from typing import Any
 from mpi4py import MPI
 
 from colltune.models import Unavailable
+from colltune.runtime.quiet import sleep_until
 from colltune.tune.forcing import forcer_for
 from colltune.tune.measure import TIMING_BUDGET, TIMING_FILL, TUNE_REST, LibraryTimer, warm_network
 from colltune.tune.select import Choice
-
-#: Seconds between two looks at whether the spawned job has answered.
-POLL = 0.01
-
-
-def _sleep_until(request: MPI.Request) -> Any:
-    """Wait for ``request`` by testing it every :data:`POLL` seconds; its message, if any."""
-    while True:
-        done, value = request.test()
-        if done:
-            return value
-        time.sleep(POLL)
 
 
 @dataclass
@@ -58,29 +50,43 @@ class FreshJobs:
     jobs: int = 0
     #: The rounds of the network warm-up each spawned job made, in order.
     warmed: list[int] = field(default_factory=list)
+    #: How many hosts (processor names) the processes of each spawned job ran on, in order.
+    hosts: list[int] = field(default_factory=list)
 
     def __call__(self, collective: str, sequence: Sequence[tuple[int, Choice]]) -> dict[int, float]:
         """Seconds per call of each ``(size, choice)`` of ``sequence``, timed in that order in one
         fresh job, by size (inf where the job could not force the choice)."""
         me = self.comm.Get_rank()
-        work = {"target": self.target, "collective": collective, "reps": self.reps, "warmup": self.warmup,
-                "budget": self.budget, "fill": self.fill, "rest": self.rest, "network_warmup": self.network_warmup,
-                "sequence": [(size, name, dict(params)) for size, (name, params) in sequence]}
-        try:
-            inter = self.comm.Spawn(sys.executable, ["-m", "mpi4py", "-m", __name__], maxprocs=self.comm.Get_size(),
-                                    root=0)
-        except MPI.Exception as exc:
-            raise Unavailable(f"cannot spawn a fresh job: {exc}") from None
+        result: dict[str, Any] | None = None
+        if me == 0:
+            work = {"target": self.target, "collective": collective, "reps": self.reps, "warmup": self.warmup,
+                    "budget": self.budget, "fill": self.fill, "rest": self.rest,
+                    "network_warmup": self.network_warmup,
+                    "sequence": [(size, name, dict(params)) for size, (name, params) in sequence]}
+            result = _run_job(work, self.comm.Get_size())
+        sleep_until(self.comm.Ibarrier())
+        result = self.comm.bcast(result, root=0)
+        if "error" in result:
+            raise Unavailable(result["error"])
         self.jobs += 1
-        try:
-            inter.bcast(work if me == 0 else None, root=MPI.ROOT if me == 0 else MPI.PROC_NULL)
-            result = _sleep_until(inter.irecv(source=0)) if me == 0 else None
-            _sleep_until(self.comm.Ibarrier())
-            result = self.comm.bcast(result, root=0)
-        finally:
-            inter.Disconnect()
         self.warmed.append(int(result["warmed"]))
+        self.hosts.append(int(result["hosts"]))
         return {int(size): float(t) for size, t in result["times"].items()}
+
+
+def _run_job(work: dict[str, Any], procs: int) -> dict[str, Any]:
+    """Spawn a job of ``procs`` processes from this rank alone, send it ``work`` and wait asleep
+    for its answer: ``{"times", "warmed", "hosts"}``, or ``{"error"}`` if it cannot be spawned."""
+    try:
+        inter = MPI.COMM_SELF.Spawn(sys.executable, ["-m", "mpi4py", "-m", __name__], maxprocs=procs)
+    except MPI.Exception as exc:
+        return {"error": f"cannot spawn a fresh job: {exc}"}
+    try:
+        inter.bcast(work, root=MPI.ROOT)
+        answer: dict[str, Any] = sleep_until(inter.irecv(source=0))
+    finally:
+        inter.Disconnect()
+    return answer
 
 
 def _child(parent: MPI.Intercomm) -> None:
@@ -101,8 +107,9 @@ def _child(parent: MPI.Intercomm) -> None:
                 out[size] = float("inf")
     finally:
         forcer.close()
+    hosts = len(set(comm.allgather(MPI.Get_processor_name())))
     if comm.Get_rank() == 0:
-        parent.send({"times": out, "warmed": warmed}, dest=0)
+        parent.send({"times": out, "warmed": warmed, "hosts": hosts}, dest=0)
     parent.Disconnect()
 
 
