@@ -636,3 +636,52 @@ def test_a_long_call_is_priced_by_its_mean_and_a_short_one_by_its_median():
     assert timing(0.99 * MEAN_CALL, 5 * MEAN_CALL).price == 0.99 * MEAN_CALL
     t = time_collective(MPI.COMM_SELF, "allgather", "ring", 64, {}, 6, 1)
     assert t.reps == 6 and 0 < t.rank_median < MEAN_CALL and t.rank_mean > 0 and t.price == t.rank_median
+
+
+@dataclass
+class Queued:
+    """A timer in an MPI job: prices from queues by (name, x, size), one per call; a ``settle_call``."""
+
+    queues: dict[tuple[str, int, int], list[float]]
+    settle_call: float = 0.03
+    calls: list[tuple[str, int, int]] = field(default_factory=list)
+
+    def price(self, collective: str, algorithm: str, procs: int, size: int,
+              params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+        key = (algorithm, int(params.get("x", 0)), size)
+        self.calls.append(key)
+        return self.queues[key].pop(0), dict(params)
+
+
+def test_a_short_call_timed_far_slower_than_at_the_size_below_is_timed_again_and_the_faster_counts() -> None:
+    """Open MPI's Rabenseifner reduction on the testbed (2026-11-27, 18:53): 0.39 ms at 2 KiB, then
+    one timing of 4.86 ms at 4 KiB (the C client: 0.6 ms).  More than STALL_JUMP times its time at
+    the previous sampled size, a short call is timed again and the faster timing counts, a real
+    jump included; a jump within STALL_JUMP, a long call (the timer's settle_call or more) and a
+    candidate not timed at the size below are timed once."""
+    kib = 1024
+
+    def run(a_at_2k: float | None, a_at_4k: list[float]) -> tuple[float, list[tuple[str, int, int]], list[str]]:
+        sizes = (2 * kib, 4 * kib)
+        predicted = BySizeTable({(n, x, s): 1.0 for n, x in ((NATIVE, 0), ("a", 1)) for s in sizes})
+        queues = {(NATIVE, 0, 2 * kib): [0.4e-3], (NATIVE, 0, 4 * kib): [0.9e-3], ("a", 1, 4 * kib): list(a_at_4k)}
+        if a_at_2k is not None:
+            queues[("a", 1, 2 * kib)] = [a_at_2k]
+        timer, heard = Queued(queues), []
+        hybrid = HybridPricer(predicted, timer, Space(("a",)), margin=0.5, progress=heard.append)
+        for size in sizes:
+            hybrid.price("reduce", NATIVE, 8, size, {})
+            if (a_at_2k is not None or size == 4 * kib):
+                got = hybrid.price("reduce", "a", 8, size, {"x": 1})[0]
+        assert hybrid.timed == len(timer.calls)
+        return got, timer.calls, heard
+
+    got, calls, heard = run(0.39e-3, [4.86e-3, 0.6e-3])
+    assert got == 0.6e-3 and calls.count(("a", 1, 4 * kib)) == 2
+    assert heard[-2:] == ["reduce 4096 B: a(x=1) 4.860 ms (timed 4, not timed 0)",
+                          "reduce 4096 B: a(x=1) 0.600 ms (timed 5, not timed 0)"]
+    got, calls, _ = run(0.39e-3, [4.86e-3, 4.9e-3])  # a real jump: both timings agree
+    assert got == 4.86e-3 and calls.count(("a", 1, 4 * kib)) == 2
+    for a_at_2k, a_at_4k in ((0.39e-3, 1.5e-3), (10e-3, 45e-3), (None, 4.86e-3)):
+        got, calls, _ = run(a_at_2k, [a_at_4k, 0.1e-3])
+        assert got == a_at_4k and calls.count(("a", 1, 4 * kib)) == 1, (a_at_2k, a_at_4k)

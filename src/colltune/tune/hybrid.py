@@ -23,6 +23,10 @@ broadcast was the fastest timed at 4 KiB (0.59 against 0.97 ms for MPICH's own),
 beyond that square at 8 KiB and not timed there, and the C client found the scatter-allgather
 broadcasts 1.22-1.29 ms at 8 KiB against 1.56 ms for the table's choice (a pipelined chain).
 
+A short call timed more than :data:`STALL_JUMP` times the same candidate's time at the previous
+sampled size is timed once more, and the faster timing counts: a stall spoils one timing, and a
+challenger is otherwise timed once per size.
+
 The margin is the guard against the model's error: a candidate is pruned only if it would have to
 be mispredicted by more than the margin, relative to the best one, to win.  Its default,
 :data:`HYBRID_MARGIN`, is twice the median relative error (21 %) that issue #18 measured for the
@@ -56,6 +60,17 @@ CHEAP_CALL = 0.005
 #: for milliseconds, and about two thousand verdicts are shared in a tune at P = 8, so each
 #: millisecond of delay once rank 0 is done costs seconds in all.
 SHARE_POLL = 0.0005
+#: A timing of a short call (below the timer's ``settle_call``) more than this many times the same
+#: candidate's time at the previous sampled size is timed once more, and the faster of the two
+#: counts: the noise of a timing on a TCP network is one-sided (a stalled connection or a
+#: descheduled rank only adds time), and a challenger is otherwise timed once per size.  On the
+#: 8-host testbed under Open MPI (2026-11-27, 18:53) the one timing of Rabenseifner's reduction at
+#: 4 KiB read 4.86 ms, against 0.39-0.43 at 2 KiB and 1.28 at 8 KiB; the table left 4 KiB to Open
+#: MPI's own choice, which the C client found 1.87 times slower (Rabenseifner's: 0.6 ms).  Doubling
+#: the size at most doubles the bytes a call sends; four times leaves room for a change of protocol
+#: between two sizes, which a second timing then confirms (Open MPI's segmented ring allreduce
+#: takes 6-13 times longer at 8 KiB than at 4 KiB, every time).
+STALL_JUMP = 4.0
 
 
 @dataclass
@@ -82,6 +97,9 @@ class HybridPricer:
     always: Callable[[str, str, dict[str, Any]], bool] | None = None
     #: Seconds per call below which a candidate is timed within the square of the margin (:data:`CHEAP_CALL`).
     cheap: float = CHEAP_CALL
+    #: How many times its time at the previous sampled size a short call's timing may be before it
+    #: is timed again (:data:`STALL_JUMP`).
+    jump: float = STALL_JUMP
     timed: int = 0
     pruned: int = 0
     unforceable: int = 0
@@ -132,17 +150,23 @@ class HybridPricer:
         """True if ``algorithm`` with ``params`` was timed at the previous sampled size (the largest
         below ``size`` at which ``native`` was timed) within ``margin`` (a fraction) of the best
         time there."""
-        native = choice(NATIVE, {})
-        before = [s for (c, p, s), times in self._measured.items()
-                  if c == collective and p == procs and s < size and native in times]
-        if not before:
-            return False
-        times = self._measured[(collective, procs, max(before))]
+        times = self._before(collective, procs, size)
         mine = times.get(choice(algorithm, params))
         return mine is not None and mine <= (1 + margin) * min(times.values())
 
+    def _before(self, collective: str, procs: int, size: int) -> dict[Choice, float]:
+        """Every timing at the previous sampled size (the largest below ``size`` at which ``native``
+        was timed), by choice: seconds; empty if there is none."""
+        native = choice(NATIVE, {})
+        before = [s for (c, p, s), times in self._measured.items()
+                  if c == collective and p == procs and s < size and native in times]
+        return self._measured[(collective, procs, max(before))] if before else {}
+
     def price(self, collective: str, algorithm: str, procs: int, size: int,
               params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+        """Time the candidate if it is a contender (:meth:`contender`); a short call (below
+        :attr:`settle_call`) timed more than :attr:`jump` times its time at the previous sampled
+        size is timed once more, and the faster of the two counts (:data:`STALL_JUMP`)."""
         verdict = self.contender(collective, algorithm, procs, size, params) if self.leader else None
         if self.share is not None:
             verdict = self.share(verdict)
@@ -150,13 +174,22 @@ class HybridPricer:
             self.pruned += 1
             raise Unavailable(f"{collective}/{algorithm}: predicted more than {1 + self.margin:g} times the best "
                               f"at {size} bytes; not timed")
+        t, used = self._time(collective, algorithm, procs, size, params)
+        before = self._before(collective, procs, size).get(choice(algorithm, params))
+        if before is not None and self.jump * before < t < self.settle_call:
+            t = min(t, self._time(collective, algorithm, procs, size, params)[0])
+        self._measured.setdefault((collective, procs, size), {})[choice(algorithm, params)] = t
+        return t, used
+
+    def _time(self, collective: str, algorithm: str, procs: int, size: int,
+              params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+        """One timing by the timer, counted and told to ``progress``."""
         try:
             t, used = self.timer.price(collective, algorithm, procs, size, params)
         except Unavailable:
             self.unforceable += 1
             raise
         self.timed += 1
-        self._measured.setdefault((collective, procs, size), {})[choice(algorithm, params)] = t
         if self.progress is not None:
             label = algorithm + (f"({', '.join(f'{k}={v}' for k, v in sorted(params.items()))})" if params else "")
             self.progress(f"{collective} {size} B: {label} {t * 1e3:.3f} ms "
