@@ -190,15 +190,15 @@ def check_fresh(run: FreshRun, collective: str, procs: int, rules: tuple[Rule, .
             f"{c.size} B {c.challenger[0]} {timed['challengers'][c.size] * 1e3:.3g} ms against {c.holder[0]}'s "
             f"{timed['holders'][c.size] * 1e3:.3g} ms" for c in found))
 
-    def together(c: Contest) -> tuple[float, float]:
-        """The challenger's and the holder's seconds per call, summed over the passes."""
-        return sum(p["challengers"][c.size] for p in passes), sum(p["holders"][c.size] for p in passes)
-
+    # the challenger's and the holder's seconds per call at each contested size, summed over the passes
+    together = {c.size: (sum(p["challengers"][c.size] for p in passes), sum(p["holders"][c.size] for p in passes))
+                for c in found}
     won: dict[int, Choice] = {}
     for c in found:  # ascending: a size won below makes the next one's rule begin with a switch too
         i = grid.index(c.size)
         bar = 0.0 if _continues(rules, grid, c) or (i and won.get(grid[i - 1]) == c.challenger) else tolerance
-        if together(c)[0] * (1 + bar) < together(c)[1] < math.inf:  # a holder a job could not run says nothing
+        theirs, held = together[c.size]
+        if theirs * (1 + bar) < held < math.inf:  # a holder a job could not run says nothing
             won[c.size] = c.challenger
     if not won:
         return rules
@@ -206,7 +206,8 @@ def check_fresh(run: FreshRun, collective: str, procs: int, rules: tuple[Rule, .
         i = grid.index(c.size)
         if c.size in won or i == 0 or i == len(grid) - 1:
             continue
-        if won.get(grid[i - 1]) == c.challenger == won.get(grid[i + 1]) and together(c)[0] < together(c)[1]:
+        theirs, held = together[c.size]
+        if won.get(grid[i - 1]) == c.challenger == won.get(grid[i + 1]) and theirs < held:
             won[c.size] = c.challenger
     for c in found:
         if c.size not in won:
