@@ -657,8 +657,8 @@ def test_a_short_call_timed_far_slower_than_at_the_size_below_is_timed_again_and
     """Open MPI's Rabenseifner reduction on the testbed (2026-11-27, 18:53): 0.39 ms at 2 KiB, then
     one timing of 4.86 ms at 4 KiB (the C client: 0.6 ms).  More than STALL_JUMP times its time at
     the previous sampled size, a short call is timed again and the faster timing counts, a real
-    jump included; a jump within STALL_JUMP, a long call (the timer's settle_call or more) and a
-    candidate not timed at the size below are timed once."""
+    jump included; a jump within STALL_JUMP, a long call (the timer's settle_call or more), a
+    candidate not timed at the size below, and any after 0 bytes are timed once."""
     kib = 1024
 
     def run(a_at_2k: float | None, a_at_4k: list[float]) -> tuple[float, list[tuple[str, int, int]], list[str]]:
@@ -685,3 +685,11 @@ def test_a_short_call_timed_far_slower_than_at_the_size_below_is_timed_again_and
     for a_at_2k, a_at_4k in ((0.39e-3, 1.5e-3), (10e-3, 45e-3), (None, 4.86e-3)):
         got, calls, _ = run(a_at_2k, [a_at_4k, 0.1e-3])
         assert got == a_at_4k and calls.count(("a", 1, 4 * kib)) == 1, (a_at_2k, a_at_4k)
+    # from 0 bytes, which send nothing, to 1 byte every call jumps: nothing is timed again
+    predicted = BySizeTable({(n, x, s): 1.0 for n, x in ((NATIVE, 0), ("a", 1)) for s in (0, 1)})
+    timer = Queued({(NATIVE, 0, 0): [2e-6], ("a", 1, 0): [1e-6], (NATIVE, 0, 1): [0.17e-3], ("a", 1, 1): [0.1e-3]})
+    hybrid = HybridPricer(predicted, timer, Space(("a",)), margin=0.5)
+    for size in (0, 1):
+        hybrid.price("bcast", NATIVE, 8, size, {})
+        hybrid.price("bcast", "a", 8, size, {"x": 1})
+    assert len(timer.calls) == hybrid.timed == 4

@@ -150,23 +150,24 @@ class HybridPricer:
         """True if ``algorithm`` with ``params`` was timed at the previous sampled size (the largest
         below ``size`` at which ``native`` was timed) within ``margin`` (a fraction) of the best
         time there."""
-        times = self._before(collective, procs, size)
+        times = self._before(collective, procs, size)[1]
         mine = times.get(choice(algorithm, params))
         return mine is not None and mine <= (1 + margin) * min(times.values())
 
-    def _before(self, collective: str, procs: int, size: int) -> dict[Choice, float]:
-        """Every timing at the previous sampled size (the largest below ``size`` at which ``native``
-        was timed), by choice: seconds; empty if there is none."""
+    def _before(self, collective: str, procs: int, size: int) -> tuple[int, dict[Choice, float]]:
+        """The previous sampled size (the largest below ``size`` at which ``native`` was timed; -1
+        if none) and every timing there, by choice: seconds."""
         native = choice(NATIVE, {})
         before = [s for (c, p, s), times in self._measured.items()
                   if c == collective and p == procs and s < size and native in times]
-        return self._measured[(collective, procs, max(before))] if before else {}
+        return (max(before), self._measured[(collective, procs, max(before))]) if before else (-1, {})
 
     def price(self, collective: str, algorithm: str, procs: int, size: int,
               params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
         """Time the candidate if it is a contender (:meth:`contender`); a short call (below
         :attr:`settle_call`) timed more than :attr:`jump` times its time at the previous sampled
-        size is timed once more, and the faster of the two counts (:data:`STALL_JUMP`)."""
+        size, if that is not 0 bytes, is timed once more, and the faster of the two counts
+        (:data:`STALL_JUMP`)."""
         verdict = self.contender(collective, algorithm, procs, size, params) if self.leader else None
         if self.share is not None:
             verdict = self.share(verdict)
@@ -175,8 +176,9 @@ class HybridPricer:
             raise Unavailable(f"{collective}/{algorithm}: predicted more than {1 + self.margin:g} times the best "
                               f"at {size} bytes; not timed")
         t, used = self._time(collective, algorithm, procs, size, params)
-        before = self._before(collective, procs, size).get(choice(algorithm, params))
-        if before is not None and self.jump * before < t < self.settle_call:
+        below, times = self._before(collective, procs, size)
+        before = times.get(choice(algorithm, params))
+        if below > 0 and before is not None and self.jump * before < t < self.settle_call:  # 0 bytes: no traffic
             t = min(t, self._time(collective, algorithm, procs, size, params)[0])
         self._measured.setdefault((collective, procs, size), {})[choice(algorithm, params)] = t
         return t, used
