@@ -693,3 +693,28 @@ def test_a_short_call_timed_far_slower_than_at_the_size_below_is_timed_again_and
         hybrid.price("bcast", NATIVE, 8, size, {})
         hybrid.price("bcast", "a", 8, size, {"x": 1})
     assert len(timer.calls) == hybrid.timed == 4
+
+
+def test_at_a_census_size_every_candidate_is_timed_and_the_fastest_goes_on() -> None:
+    """Predicted 10 times the best, b(1) is timed at 16 bytes (a power of CENSUS where native's call
+    is cheap) but not at 8 (not a census size) nor at 16 where native takes longer than CHEAP_CALL;
+    the fastest there, it is timed at 32 bytes too, whatever its prediction."""
+    def timed_b(native_at_16: float, b_at_16: float) -> list[int]:
+        sizes = (8, 16, 32)
+        predicted = BySizeTable({**{(n, x, s): 1.0 for n, x in ((NATIVE, 0), ("a", 1)) for s in sizes},
+                                 **{("b", 1, s): 10.0 for s in sizes}})
+        measured = {**{(n, x, s): 1e-3 for n, x in ((NATIVE, 0), ("a", 1), ("b", 1)) for s in sizes},
+                    (NATIVE, 0, 16): native_at_16, ("b", 1, 16): b_at_16}
+        timer = BySizeTable(measured)
+        hybrid = HybridPricer(predicted, timer, Space(("a", "b")), margin=0.5)
+        for size in sizes:
+            for name, x in ((NATIVE, 0), ("a", 1), ("b", 1)):
+                try:
+                    hybrid.price("bcast", name, 4, size, {} if name == NATIVE else {"x": x})
+                except Unavailable:
+                    pass
+        return [s for n, _, s in timer.calls if n == "b"]
+
+    assert timed_b(1e-3, 0.5e-3) == [16, 32]
+    assert timed_b(1e-3, 2e-3) == [16]
+    assert timed_b(0.1, 0.5e-3) == []

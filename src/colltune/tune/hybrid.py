@@ -23,6 +23,9 @@ broadcast was the fastest timed at 4 KiB (0.59 against 0.97 ms for MPICH's own),
 beyond that square at 8 KiB and not timed there, and the C client found the scatter-allgather
 broadcasts 1.22-1.29 ms at 8 KiB against 1.56 ms for the table's choice (a pipelined chain).
 
+At a few cheap sizes every candidate is timed whatever its prediction (:data:`CENSUS`), so that a
+model that puts an algorithm far behind cannot keep it out of the race at every size.
+
 A short call timed more than :data:`STALL_JUMP` times the same candidate's time at the previous
 sampled size is timed once more, and the faster timing counts: a stall spoils one timing, and a
 challenger is otherwise timed once per size.
@@ -55,6 +58,17 @@ HYBRID_MARGIN = 0.5
 #: a broadcast of about 16 KiB, the sizes where the simulation put Open MPI's scatter-allgather
 #: broadcast 1.5-1.8 times behind the best and the C client found it twice as fast.
 CHEAP_CALL = 0.005
+#: At the sizes that are powers of this (1, 16, 256, 4096 bytes, ...) and where ``native``'s call
+#: was timed at most :data:`CHEAP_CALL`, every candidate is timed whatever its prediction, and the
+#: fastest there is then timed at the next size whatever its prediction (the rule of the module
+#: docstring): which network model a profile chooses varies from probe to probe, and one can put an
+#: algorithm beyond the square of the margin at every size.  On the 8-host testbed under Open MPI
+#: (2026-11-27, 21:37) the probe chose PlogPT where the runs before had chosen the cluster model;
+#: Open MPI's scatter-allgather broadcast and Rabenseifner's reduction were then never timed at
+#: 4-16 KiB (the reduction was last timed at 2 KiB, 16 % behind the best), and the C client found
+#: them 1.72-1.76 and 1.54-1.80 times faster than the table's choices there.  Timing every
+#: candidate at four or five cheap sizes costs about a hundred short timings, a few seconds.
+CENSUS = 16
 #: Seconds the other ranks sleep at most between two looks at whether rank 0 has sent its verdict
 #: (:func:`colltune.runtime.quiet.quiet_bcast`): rank 0 simulates every candidate once per size,
 #: for milliseconds, and about two thousand verdicts are shared in a tune at P = 8, so each
@@ -97,6 +111,8 @@ class HybridPricer:
     always: Callable[[str, str, dict[str, Any]], bool] | None = None
     #: Seconds per call below which a candidate is timed within the square of the margin (:data:`CHEAP_CALL`).
     cheap: float = CHEAP_CALL
+    #: Every candidate is timed at the sizes that are powers of this where ``native`` is cheap (:data:`CENSUS`).
+    census: int = CENSUS
     #: How many times its time at the previous sampled size a short call's timing may be before it
     #: is timed again (:data:`STALL_JUMP`).
     jump: float = STALL_JUMP
@@ -131,19 +147,32 @@ class HybridPricer:
         """True if ``algorithm`` with ``params`` is predicted within the margin of the best at
         ``(procs, size)``, or was the fastest timed just before (:meth:`near_before`), or is
         predicted within the margin's square and either cheap to time (:attr:`cheap`) or timed
-        within the margin of the best just before; ``native`` and the ``always`` ones always are,
-        and a candidate that cannot be predicted is not."""
+        within the margin of the best just before, or ``size`` is a census size (:meth:`census_at`);
+        ``native`` and the ``always`` ones always are, and a candidate that cannot be predicted is
+        not."""
         if algorithm == NATIVE or (self.always is not None and self.always(collective, algorithm, params)):
             return True
         try:
             predicted = self.predictor.price(collective, algorithm, procs, size, params)[0]
         except Unavailable:
             return False
+        if self.census_at(collective, procs, size):
+            return True
         best = self.best_predicted(collective, procs, size)
         if predicted <= (1 + self.margin) * best or self.near_before(collective, algorithm, procs, size, params, 0.0):
             return True
         return predicted <= (1 + self.margin) ** 2 * best and (
             predicted <= self.cheap or self.near_before(collective, algorithm, procs, size, params, self.margin))
+
+    def census_at(self, collective: str, procs: int, size: int) -> bool:
+        """True if ``size`` is a power of :attr:`census` (1, 16, 256, 4096 bytes, ...) at which
+        ``native`` has been timed at most :attr:`cheap` seconds a call: every candidate that can be
+        predicted is timed there (:data:`CENSUS`)."""
+        native = self._measured.get((collective, procs, size), {}).get(choice(NATIVE, {}))
+        power = 1
+        while power < size:
+            power *= self.census
+        return power == size and native is not None and native <= self.cheap
 
     def near_before(self, collective: str, algorithm: str, procs: int, size: int, params: dict[str, Any],
                     margin: float) -> bool:
