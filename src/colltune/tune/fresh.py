@@ -165,6 +165,17 @@ def _continues(rules: Sequence[Rule], grid: Sequence[int], contest: Contest) -> 
     return i > 0 and rule_choice(_rule_at(rules, grid[i - 1])) == contest.challenger
 
 
+def _uncontested(sequences: Mapping[str, Sequence[tuple[int, Choice]]], timed: Mapping[str, Mapping[int, float]],
+                 contested: Mapping[int, Contest]) -> str:
+    """The times both jobs of a pass read at the sizes they run but do not contest (the rules' own
+    choices there), for the progress line: between two contested sizes the holders' job meets
+    such a choice as a program with the rules does, after the holder."""
+    shown = [f"{size} B {label(ch)} {timed['holders'][size] * 1e3:.3g} ms in the holders' job, "
+             f"{timed['challengers'][size] * 1e3:.3g} in the challengers'"
+             for size, ch in sequences["holders"] if size not in contested]
+    return f"; also {', '.join(shown)}" if shown else ""
+
+
 def check_fresh(run: FreshRun, collective: str, procs: int, rules: tuple[Rule, ...], sizes: Sequence[int],
                 samples: Mapping[int, Sample], settle_call: float, tolerance: float,
                 same: SameAsNative = lambda *_: False, say: Callable[[str], None] = lambda _: None,
@@ -188,7 +199,7 @@ def check_fresh(run: FreshRun, collective: str, procs: int, rules: tuple[Rule, .
         passes.append(timed)
         say(f"fresh jobs: {collective} (pass {attempt}): " + ", ".join(
             f"{c.size} B {c.challenger[0]} {timed['challengers'][c.size] * 1e3:.3g} ms against {c.holder[0]}'s "
-            f"{timed['holders'][c.size] * 1e3:.3g} ms" for c in found))
+            f"{timed['holders'][c.size] * 1e3:.3g} ms" for c in found) + _uncontested(sequences, timed, contested))
 
     # the challenger's and the holder's seconds per call at each contested size, summed over the passes
     together = {c.size: (sum(p["challengers"][c.size] for p in passes), sum(p["holders"][c.size] for p in passes))
