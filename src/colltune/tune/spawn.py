@@ -35,6 +35,7 @@ from colltune.tune.forcing import forcer_for
 from colltune.tune.measure import TIMING_BUDGET, TIMING_FILL, TUNE_REST, LibraryTimer, warm_network
 from colltune.tune.select import Choice
 
+
 #: Tag of the parent's last message to every spawned process: all jobs are done, disconnect.
 _DONE = 1
 #: Seconds of the longest sleep of a spawned process waiting for its job's turn or for the end:
