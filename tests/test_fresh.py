@@ -114,13 +114,10 @@ class FreshRuns:
     times: list[dict[tuple[str, int], float]]
     jobs: list[list[tuple[int, Choice]]] = field(default_factory=list)
 
-    def __call__(self, collective: str, sequences) -> list[dict[int, float]]:  # type: ignore[no-untyped-def]
-        out = []
-        for sequence in sequences:
-            self.jobs.append(list(sequence))
-            times = self.times[(len(self.jobs) - 1) // 2]
-            out.append({size: times[(name, size)] for size, (name, _) in sequence})
-        return out
+    def __call__(self, collective: str, sequence) -> dict[int, float]:  # type: ignore[no-untyped-def]
+        self.jobs.append(list(sequence))
+        times = self.times[(len(self.jobs) - 1) // 2]
+        return {size: times[(name, size)] for size, (name, _) in sequence}
 
 
 def fresh(native: list[float], scattered: list[float]) -> dict[tuple[str, int], float]:
@@ -286,17 +283,3 @@ def test_fresh_jobs_spawned_from_an_mpi_job_time_forced_algorithms_and_agree_on_
                       300, f"fresh_check on {procs}")
     assert res.returncode == 0, res.stderr[-3000:]
     assert f"fresh check passed: P={procs}, 4 jobs" in res.stdout
-
-
-def test_spawned_processes_split_into_jobs_that_spread_over_the_hosts_as_the_tuning_job() -> None:
-    """Four jobs of 8 spawned at once: on 8 hosts each job takes one process of every host, however
-    the launcher numbered them; on one host, consecutive ranks."""
-    from colltune.tune.spawn import _groups
-
-    hosts = [f"h{i}" for i in range(8)]
-    cyclic, block = hosts * 4, [h for h in hosts for _ in range(4)]
-    for names in (cyclic, block):
-        groups = _groups(names, 8)
-        assert sorted(r for g in groups for r in g) == list(range(32))
-        assert all(sorted(names[r] for r in g) == hosts for g in groups), groups
-    assert _groups(["localhost"] * 6, 3) == [[0, 1, 2], [3, 4, 5]]

@@ -59,10 +59,9 @@ from colltune.tune.select import SURE_LEAD, Choice, RulesCheck, choice, label
 from colltune.tune.sequence import NATIVE_CHOICE, rule_choice
 from colltune.tune.table import NATIVE, Rule, Sample
 
-#: ``run(collective, [[(size, choice), ...], ...])``: for each sequence, seconds per call at each of
-#: its sizes, the sizes run in the given order in a fresh job of its own, the jobs one after another
-#: in the given order (inf where a job cannot run the choice).
-FreshRun = Callable[[str, Sequence[Sequence[tuple[int, Choice]]]], list[dict[int, float]]]
+#: ``run(collective, [(size, choice), ...])``: seconds per call at each size, the sizes run in the
+#: given order in a fresh job (inf where the job cannot run the choice).
+FreshRun = Callable[[str, Sequence[tuple[int, Choice]]], dict[int, float]]
 #: ``same(collective, procs, size, choice)``: True if ``choice`` is what the library runs by
 #: itself at ``size`` bytes on ``procs`` ranks (timing the two in fresh jobs would time one thing).
 SameAsNative = Callable[[str, int, int, Choice], bool]
@@ -194,10 +193,10 @@ def check_fresh(run: FreshRun, collective: str, procs: int, rules: tuple[Rule, .
     contested = {c.size: c for c in found}
     sequences = {name: [(s, pick(contested[s]) if s in contested else rule_choice(_rule_at(rules, s))) for s in span]
                  for name, pick in (("holders", lambda c: c.holder), ("challengers", lambda c: c.challenger))}
-    orders = (("holders", "challengers"), ("challengers", "holders"))
-    times = iter(run(collective, [sequences[name] for order in orders for name in order]))
-    passes: list[dict[str, dict[int, float]]] = [{name: next(times) for name in order} for order in orders]
-    for attempt, timed in enumerate(passes, 1):
+    passes: list[dict[str, dict[int, float]]] = []
+    for attempt, order in enumerate((("holders", "challengers"), ("challengers", "holders")), 1):
+        timed = {name: run(collective, sequences[name]) for name in order}
+        passes.append(timed)
         say(f"fresh jobs: {collective} (pass {attempt}): " + ", ".join(
             f"{c.size} B {c.challenger[0]} {timed['challengers'][c.size] * 1e3:.3g} ms against {c.holder[0]}'s "
             f"{timed['holders'][c.size] * 1e3:.3g} ms" for c in found) + _uncontested(sequences, timed, contested))
