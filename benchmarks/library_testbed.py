@@ -27,7 +27,7 @@ the hosts' TCP congestion control ``--tcp``, one rank per host), then as a new u
    profile (choosing by the simulation alone, as before the hybrid method);
 3. ``colltune bench --library L --testbed`` on each table, 4 KiB to ``--max-size``: the
    OSU-like C client with the library's defaults and with the exported file, each collective in
-   a job of its own that first warms the network for 3 s (``bench --network-warmup``), alternating over ``--rounds`` rounds (medians); for the hybrid table also
+   a job of its own that first warms the network for 1 s (``bench --network-warmup``), alternating over ``--rounds`` rounds (medians); for the hybrid table also
    with each of the library's own algorithms forced (``--forced``), each in a job of its own
    (after the first round only those still in the race), then ``--playoff`` rounds of the file
    against each forced algorithm that beat it by more than 5 % at some size, from which those

@@ -98,8 +98,11 @@ MIN_TIME = 0.25
 #: every rank sent 64 KiB to all others at once (until 2026-11-27, 16:00) lost packets at the switch
 #: ports and left each window to chance (4.8-5.6 ms; at 16 KiB 9.7-15 ms from job to job); the
 #: pairwise exchange of 256 KiB blocks loses none and gave 4.8 ms at 8 KiB and 9.6 at 16 KiB in
-#: every fresh job (docs/tune.md, "Why ``--network-warmup``").
-NETWORK_WARMUP = 3.0
+#: every fresh job (docs/tune.md, "Why ``--network-warmup``").  One second does as well (2026-11-28,
+#: the same command with ``--network-warmup 1 --jobs 3``: 4.7-4.8 ms at 8 KiB and 9.6-9.7 at 16 KiB
+#: from the first call in every job) and costs each fresh job of the tuner 2 s less than the 3 s
+#: used until then.
+NETWORK_WARMUP = 1.0
 #: Bytes each rank sends each other rank in one round of the network warm-up (the C client's
 #: ``NETWORK_BLOCK``): 256 KiB, more than the 64 KiB that a binomial scatter of 16 KiB sends on one
 #: connection, so that the windows grow past it.
