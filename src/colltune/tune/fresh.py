@@ -46,7 +46,24 @@ ring's 89.4 ms in the fresh jobs, 100-103 against 88-93 ms in the C client; and 
 fresh jobs gave the ring 256 KiB, MPICH's own at 512 KiB, 4.8 % behind it over two passes, read
 92.8-108 ms in the client against the ring's 91.5-92.9, 18:15).  A contested size
 between two sizes that go to the same challenger goes to it too where it was faster in all passes
-together.  This module only decides; it has no MPI.
+together.
+
+Where a collective has contests, the check also contests each other long call that the rules give
+to an algorithm the library does not run there by itself, with a lead over ``native`` in the job
+below :data:`colltune.tune.select.SURE_LEAD`: ``native`` holds it in the holders' job, the rule's
+choice challenges in the challengers' job, and it keeps the size only as a challenger wins one.  So
+the holders' job is the program with every contest lost, the challengers' job the one with every
+contest won.  The tuning job times a switch between two algorithms only right after the other's
+timing, not after the sizes below as a program runs them: on the testbed (2026-11-28, MPICH) the
+rules ran MPICH's own all-gather (its ring) at 64 KiB and the recursive doubling at 128 KiB, 3-5 %
+ahead in the job; the holders' jobs read it at 141 and 96 ms a call right after the ring, the
+challengers' jobs at 85 and 86 after itself, and the C client had read the same rules at 107-112 ms
+in two of three rounds against 90-91 for MPICH's defaults (2026-11-28, 00:56).  These contests ride
+along: they are not checked where nothing else is, because a check costs four jobs (about 25 s of
+the five minutes of issue #19), and a long call whose rule is not ``native`` has led it in the job
+by more than the tolerance in two of three timings, or continues a rule that did.
+
+This module only decides; it has no MPI.
 """
 
 from __future__ import annotations
@@ -90,29 +107,39 @@ def contests(collective: str, procs: int, rules: Sequence[Rule], sizes: Sequence
     """The contested grid sizes of ``rules`` (see the module docstring), ascending: where the rule
     runs ``native`` or what the library runs by itself (``same``), ``native``'s call takes at least
     ``settle_call`` seconds, and the fastest candidate that is neither was timed within
-    :data:`SURE_LEAD` of the rule's choice."""
-    found = []
+    :data:`SURE_LEAD` of the rule's choice.  Where there is one, also each other grid size of a
+    long call where the rule runs another algorithm that leads ``native`` by less than
+    :data:`SURE_LEAD` in the job: there ``native`` holds and the rule's choice challenges (it keeps
+    the size only by leading in the fresh jobs as any challenger must), since the jobs run anyway
+    and one more size costs them about a second each."""
+    found: list[Contest] = []
+    others: list[Contest] = []
     for size in sorted(s for s in sizes if s in samples):
         rule = _rule_at(rules, size)
         holder = choice(rule.algorithm, rule.params)
-        if rule.algorithm != NATIVE and not same(collective, procs, size, holder):
-            continue
         times = {choice(c.algorithm, c.params): c.time for c in samples[size].candidates}
         native, held = times.get(NATIVE_CHOICE), times.get(holder)
+        if native is None or held is None or native < settle_call:
+            continue
+        if rule.algorithm != NATIVE and not same(collective, procs, size, holder):
+            if held * SURE_LEAD > native:
+                others.append(Contest(size, NATIVE_CHOICE, holder, native, held))
+            continue
         other = next((c for c in samples[size].candidates
                       if c.algorithm != NATIVE and not same(collective, procs, size, choice(c.algorithm, c.params))),
                      None)
-        if native is None or held is None or other is None or native < settle_call or other.time > held * SURE_LEAD:
+        if other is None or other.time > held * SURE_LEAD:
             continue
         found.append(Contest(size, holder, choice(other.algorithm, other.params), held, other.time))
-    return found
+    return sorted(found + others, key=lambda c: c.size) if found else []
 
 
 def take(rules: Sequence[Rule], sizes: Sequence[int], won: Mapping[int, Choice]) -> tuple[Rule, ...]:
-    """``rules`` with each grid size of ``won`` given to its choice, with the sizes above the grid
-    size before it (within the rule that held it), and the sizes above it within that rule where
-    it is the largest grid size or that rule ends below the next grid size at a crossover to the
-    same choice; neighbouring equal rules merged."""
+    """``rules`` with each grid size of ``won`` given to its choice (a challenger's, or ``native``
+    where the rule's own choice lost), with the sizes above the grid size before it (within the
+    rule that held it), and the sizes above it within that rule where it is the largest grid size
+    or that rule ends below the next grid size at a crossover to the same choice; neighbouring
+    equal rules merged."""
     grid = sorted(sizes)
     spans: list[tuple[int, int | None, Choice, Rule]] = [(r.size_min, r.size_max, rule_choice(r), r) for r in rules]
     for size, ch in sorted(won.items()):
@@ -159,12 +186,6 @@ def _overlay(spans: list[tuple[int, int | None, Choice, Rule]], lo: int, hi: int
     return merged
 
 
-def _continues(rules: Sequence[Rule], grid: Sequence[int], contest: Contest) -> bool:
-    """True if ``contest``'s challenger is what ``rules`` run at the grid size before its size."""
-    i = grid.index(contest.size)
-    return i > 0 and rule_choice(_rule_at(rules, grid[i - 1])) == contest.challenger
-
-
 def _uncontested(sequences: Mapping[str, Sequence[tuple[int, Choice]]], timed: Mapping[str, Mapping[int, float]],
                  contested: Mapping[int, Contest]) -> str:
     """The times both jobs of a pass read at the sizes they run but do not contest (the rules' own
@@ -204,33 +225,34 @@ def check_fresh(run: FreshRun, collective: str, procs: int, rules: tuple[Rule, .
     # the challenger's and the holder's seconds per call at each contested size, summed over the passes
     together = {c.size: (sum(p["challengers"][c.size] for p in passes), sum(p["holders"][c.size] for p in passes))
                 for c in found}
-    won: dict[int, Choice] = {}
-    for c in found:  # ascending: a size won below makes the next one's rule begin with a switch too
+    decided: dict[int, Choice] = {}
+    for c in found:  # ascending: what a size below went to decides whether this one begins with a switch
         i = grid.index(c.size)
-        bar = 0.0 if _continues(rules, grid, c) or (i and won.get(grid[i - 1]) == c.challenger) else tolerance
+        before = (decided.get(grid[i - 1]) or rule_choice(_rule_at(rules, grid[i - 1]))) if i else None
+        bar = 0.0 if before == c.challenger else tolerance
         theirs, held = together[c.size]
-        if theirs * (1 + bar) < held < math.inf:  # a holder a job could not run says nothing
-            won[c.size] = c.challenger
-    if not won:
-        return rules
+        # a holder a job could not run says nothing
+        decided[c.size] = c.challenger if theirs * (1 + bar) < held < math.inf else c.holder
     for c in found:  # bridge a contested size between two won by the same challenger
         i = grid.index(c.size)
-        if c.size in won or i == 0 or i == len(grid) - 1:
+        if decided[c.size] == c.challenger or i == 0 or i == len(grid) - 1:
             continue
         theirs, held = together[c.size]
-        if won.get(grid[i - 1]) == c.challenger == won.get(grid[i + 1]) and theirs < held:
-            won[c.size] = c.challenger
+        if decided.get(grid[i - 1]) == c.challenger == decided.get(grid[i + 1]) and theirs < held:
+            decided[c.size] = c.challenger
+    changed = {c.size: decided[c.size] for c in found if decided[c.size] != rule_choice(_rule_at(rules, c.size))}
     for c in found:
-        if c.size not in won:
+        if c.size not in changed:
             continue
         fresh = " and ".join(f"{p['challengers'][c.size] * 1e3:.3g} against {p['holders'][c.size] * 1e3:.3g} ms"
                              for p in passes)
-        line = (f"fresh jobs: {collective} at P = {procs}: {label(c.challenger)} at {c.size} B ({fresh} in fresh "
-                f"jobs; {c.theirs * 1e3:.3g} against {c.held * 1e3:.3g} ms in this job) instead of {label(c.holder)}")
+        line = (f"fresh jobs: {collective} at P = {procs}: {label(changed[c.size])} at {c.size} B ({label(c.challenger)} "
+                f"{fresh} in fresh jobs; {c.theirs * 1e3:.3g} against {c.held * 1e3:.3g} ms in this job) instead of "
+                f"{label(rule_choice(_rule_at(rules, c.size)))}")
         say(line)
         if notes is not None:
             notes.append(line)
-    return take(rules, sizes, won)
+    return take(rules, sizes, changed) if changed else rules
 
 
 def fresh_hook(run: FreshRun, settle_call: float, tolerance: float, same: SameAsNative,
