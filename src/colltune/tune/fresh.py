@@ -203,16 +203,17 @@ def check_fresh(run: FreshRun, collective: str, procs: int, rules: tuple[Rule, .
                 notes: list[str] | None = None) -> tuple[Rule, ...]:
     """The rules of ``collective`` at ``procs`` processes, each contested size (:func:`contests`)
     given to its challenger where it leads the holder by more than ``tolerance`` (by anything where
-    the challenger is the rules' choice at the grid size before) over two passes of fresh jobs
-    together (``run``; see the module docstring).  ``say`` hears what is timed and decided,
-    ``notes`` (if given) gets a line for each size given away."""
+    the challenger is what the size below went to) over two passes of fresh jobs together
+    (``run``; see the module docstring), else to its holder.  ``say`` hears what is timed and
+    decided, ``notes`` (if given) gets a line for each size whose choice changed."""
     found = contests(collective, procs, rules, sizes, samples, settle_call, same)
     if not found:
         return rules
     grid = sorted(sizes)
+    own = {s: rule_choice(_rule_at(rules, s)) for s in grid}  # the rules' choice at each grid size
     span = grid[max(grid.index(found[0].size) - 1, 0):grid.index(found[-1].size) + 1]
     contested = {c.size: c for c in found}
-    sequences = {name: [(s, pick(contested[s]) if s in contested else rule_choice(_rule_at(rules, s))) for s in span]
+    sequences = {name: [(s, pick(contested[s]) if s in contested else own[s]) for s in span]
                  for name, pick in (("holders", lambda c: c.holder), ("challengers", lambda c: c.challenger))}
     passes: list[dict[str, dict[int, float]]] = []
     for attempt, order in enumerate((("holders", "challengers"), ("challengers", "holders")), 1):
@@ -228,7 +229,7 @@ def check_fresh(run: FreshRun, collective: str, procs: int, rules: tuple[Rule, .
     decided: dict[int, Choice] = {}
     for c in found:  # ascending: what a size below went to decides whether this one begins with a switch
         i = grid.index(c.size)
-        before = (decided.get(grid[i - 1]) or rule_choice(_rule_at(rules, grid[i - 1]))) if i else None
+        before = decided.get(grid[i - 1], own[grid[i - 1]]) if i else None
         bar = 0.0 if before == c.challenger else tolerance
         theirs, held = together[c.size]
         # a holder a job could not run says nothing
@@ -240,7 +241,7 @@ def check_fresh(run: FreshRun, collective: str, procs: int, rules: tuple[Rule, .
         theirs, held = together[c.size]
         if decided.get(grid[i - 1]) == c.challenger == decided.get(grid[i + 1]) and theirs < held:
             decided[c.size] = c.challenger
-    changed = {c.size: decided[c.size] for c in found if decided[c.size] != rule_choice(_rule_at(rules, c.size))}
+    changed = {c.size: decided[c.size] for c in found if decided[c.size] != own[c.size]}
     for c in found:
         if c.size not in changed:
             continue
@@ -248,7 +249,7 @@ def check_fresh(run: FreshRun, collective: str, procs: int, rules: tuple[Rule, .
                              for p in passes)
         line = (f"fresh jobs: {collective} at P = {procs}: {label(changed[c.size])} at {c.size} B ({label(c.challenger)} "
                 f"{fresh} in fresh jobs; {c.theirs * 1e3:.3g} against {c.held * 1e3:.3g} ms in this job) instead of "
-                f"{label(rule_choice(_rule_at(rules, c.size)))}")
+                f"{label(own[c.size])}")
         say(line)
         if notes is not None:
             notes.append(line)
