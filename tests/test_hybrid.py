@@ -174,6 +174,55 @@ def test_a_sample_lead_within_the_tolerance_is_timed_again_and_needs_two_more_wi
 
 
 @dataclass
+class ShortNoisy(Noisy):
+    """:class:`Noisy` prices as a timer in an MPI job gives them, with a ``mean_call`` (seconds)
+    above every price: each call is short, its timing the median call."""
+
+    mean_call: float = 10.0
+
+
+def short_winner(queues: dict[tuple[str, int], list[float]]) -> str:
+    """The winner at 64 bytes with a 5 % tolerance and short calls."""
+    return Tuner(ShortNoisy(queues), "bcast", 4, space=Space(("a",)), tolerance=0.05).winner(64)[0]
+
+
+def test_a_short_call_is_confirmed_by_the_fastest_timing_of_each() -> None:
+    """Where native's call is below the timer's mean_call, the fastest of a's timings must beat the
+    fastest of native's by more than the tolerance, over the sample and one or two pairs; where it
+    is not (the same queues without a mean_call), two pair wins of three decide.  The figures are
+    MPICH's reduce of 4 KiB and ring allreduce of 32 KiB on the testbed (ms)."""
+    def queues(native: list[float], a: list[float]) -> dict[tuple[str, int], list[float]]:
+        return {(NATIVE, 0): native, ("a", 1): a, ("a", 2): [99.0]}
+
+    reduce = ([1.21, 0.58, 1.04], [0.95, 0.91, 0.91])
+    assert short_winner(queues(*reduce)) == NATIVE
+    assert tuner(queues(*reduce), 0.05).winner(64)[0] == "a"
+    q = queues(*reduce)
+    short_winner(q)
+    assert q[("a", 1)] == [0.91], "a second pair was timed where a's fastest was behind native's"
+
+    allreduce = ([6.74, 6.39, 6.07], [5.41, 6.32, 5.99])
+    assert short_winner(queues(*allreduce)) == "a"
+    assert tuner(queues(*allreduce), 0.05).winner(64)[0] == NATIVE
+    q = queues(*allreduce)
+    short_winner(q)
+    assert q[("a", 1)] == [5.99], "a second pair was timed after a lead of more than twice the tolerance"
+
+
+def test_a_short_call_close_after_one_pair_is_timed_once_more() -> None:
+    """a's fastest 7.5 % ahead of native's after the first pair (more than none, less than twice the
+    tolerance): a second pair decides, by the fastest of three timings each."""
+    def queues(native_last: float) -> dict[tuple[str, int], list[float]]:
+        return {(NATIVE, 0): [1.0, 1.0, native_last], ("a", 1): [0.98, 0.93, 0.9], ("a", 2): [99.0]}
+
+    assert short_winner(queues(0.97)) == "a"
+    assert short_winner(queues(0.94)) == NATIVE
+    q = queues(0.97)
+    short_winner(q)
+    assert q[(NATIVE, 0)] == [0.97] and q[("a", 1)] == [0.9], "the second pair was not timed"
+
+
+@dataclass
 class SlowNoisy(Noisy):
     """:class:`Noisy` prices as a timer in an MPI job gives them, with a ``settle_call`` (seconds)."""
 
@@ -336,6 +385,14 @@ def test_a_long_call_far_ahead_in_the_sample_is_taken_without_confirming_timings
 def test_a_hybrid_pricer_settles_as_its_timer_does() -> None:
     assert HybridPricer(Table({}), Switching(settle_call=0.25), Space()).settle_call == 0.25
     assert HybridPricer(Table({}), Table({}), Space()).settle_call == float("inf")
+
+
+def test_a_hybrid_pricer_confirms_short_calls_as_its_timer_does() -> None:
+    from colltune.tune.measure import MEAN_CALL, LibraryTimer, MeasurePricer
+
+    assert HybridPricer(Table({}), ShortNoisy({}, mean_call=0.25), Space()).mean_call == 0.25
+    assert HybridPricer(Table({}), Table({}), Space()).mean_call == 0.0
+    assert MeasurePricer.mean_call == LibraryTimer.mean_call == MEAN_CALL
 
 
 @dataclass

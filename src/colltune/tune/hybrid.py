@@ -232,6 +232,11 @@ class HybridPricer:
         """The timer's :data:`colltune.tune.measure.SETTLE_CALL` (inf if it has none)."""
         return float(getattr(self.timer, "settle_call", math.inf))
 
+    @property
+    def mean_call(self) -> float:
+        """The timer's :data:`colltune.tune.measure.MEAN_CALL` (0 if it has none)."""
+        return float(getattr(self.timer, "mean_call", 0.0))
+
     def summary(self) -> str:
         """The counts, for the table's provenance."""
         return (f"hybrid: {self.timed} timings; {self.pruned} candidates not timed (predicted beyond "

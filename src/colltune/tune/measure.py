@@ -229,6 +229,9 @@ class MeasurePricer:
     fill: float = TIMING_FILL
     #: Seconds per call from which the tuner settles its confirming timings (:data:`SETTLE_CALL`).
     settle_call: float = SETTLE_CALL
+    #: Seconds per call from which a timing prices the mean call, below which the tuner confirms a
+    #: lead by the fastest timings (:data:`MEAN_CALL`).
+    mean_call: float = MEAN_CALL
     #: Seconds every rank sleeps before each timing (:data:`TUNE_REST`).
     rest: float = TUNE_REST
 
@@ -259,6 +262,9 @@ class LibraryTimer:
     fill: float = TIMING_FILL
     #: Seconds per call from which the tuner settles its confirming timings (:data:`SETTLE_CALL`).
     settle_call: float = SETTLE_CALL
+    #: Seconds per call from which a timing prices the mean call, below which the tuner confirms a
+    #: lead by the fastest timings (:data:`MEAN_CALL`).
+    mean_call: float = MEAN_CALL
     #: Seconds every rank sleeps before each timing (:data:`TUNE_REST`).
     rest: float = TUNE_REST
 
