@@ -6,6 +6,7 @@ tested in tests/test_targets.py; here the predictor and the timer are stand-ins 
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,6 +68,20 @@ def test_only_candidates_predicted_within_the_margin_are_timed() -> None:
     assert sorted(c[:2] for c in timer.calls) == [("a", 1), ("a", 2), (NATIVE, 0)]
     assert (hybrid.timed, hybrid.pruned, hybrid.unforceable) == (3, 4, 0)
     assert "3 timings; 4 candidates not timed" in hybrid.summary()
+
+
+def test_each_candidate_is_predicted_once_per_size() -> None:
+    """The best prediction at a size and each candidate's own come from one simulation each, the
+    candidates that cannot be predicted included; another size is predicted anew."""
+    predictor = Table(PREDICTED)
+    hybrid = HybridPricer(predictor, Table({k: 1.0 for k in [*PREDICTED, ("c", 2)]}), Space(), margin=0.5)
+    for size in (64, 64, 128):
+        for name in ("a", "b", "c"):
+            for x in (1, 2):
+                with contextlib.suppress(Unavailable):
+                    hybrid.price("bcast", name, 4, size, {"x": x})
+    everyone = {(n, x, s) for n, x in [*PREDICTED, ("c", 2)] for s in (64, 128)}
+    assert sorted(predictor.calls) == sorted(everyone)
 
 
 def test_the_librarys_default_parameters_are_timed_whatever_their_prediction() -> None:

@@ -120,6 +120,8 @@ class HybridPricer:
     pruned: int = 0
     unforceable: int = 0
     _best: dict[tuple[str, int, int], float] = field(default_factory=dict)
+    #: Every prediction asked for, by (collective, procs, size, choice): seconds, or why there is none.
+    _predicted: dict[tuple[str, int, int, Choice], float | str] = field(default_factory=dict)
     #: Every timing so far, by (collective, procs, size), then by (algorithm, sorted params): seconds.
     _measured: dict[tuple[str, int, int], dict[Choice, float]] = field(default_factory=dict)
 
@@ -137,11 +139,27 @@ class HybridPricer:
                 combos = [{}] if name == NATIVE else self.space.combos(collective, name, procs, size)
                 for params in combos:
                     try:
-                        best = min(best, self.predictor.price(collective, name, procs, size, params)[0])
+                        best = min(best, self.predicted(collective, name, procs, size, params))
                     except Unavailable:
                         continue
             self._best[key] = best
         return self._best[key]
+
+    def predicted(self, collective: str, algorithm: str, procs: int, size: int, params: dict[str, Any]) -> float:
+        """``predictor``'s time of the candidate (seconds), remembered: :meth:`best_predicted` and
+        :meth:`contender` ask for each candidate at each size, and a prediction simulates a
+        schedule built for the purpose (milliseconds, on rank 0 while the other ranks wait).
+        Raises :class:`Unavailable` (again) where the predictor cannot price it."""
+        key = (collective, procs, size, choice(algorithm, params))
+        if key not in self._predicted:
+            try:
+                self._predicted[key] = self.predictor.price(collective, algorithm, procs, size, params)[0]
+            except Unavailable as exc:
+                self._predicted[key] = str(exc)
+        found = self._predicted[key]
+        if isinstance(found, str):
+            raise Unavailable(found)
+        return found
 
     def contender(self, collective: str, algorithm: str, procs: int, size: int, params: dict[str, Any]) -> bool:
         """True if ``algorithm`` with ``params`` is predicted within the margin of the best at
@@ -153,7 +171,7 @@ class HybridPricer:
         if algorithm == NATIVE or (self.always is not None and self.always(collective, algorithm, params)):
             return True
         try:
-            predicted = self.predictor.price(collective, algorithm, procs, size, params)[0]
+            predicted = self.predicted(collective, algorithm, procs, size, params)
         except Unavailable:
             return False
         if self.census_at(collective, procs, size):
