@@ -372,26 +372,30 @@ class Tuner:
         if not self.tolerance:
             return True
         key = (ch, size)
-        if key not in self._checks and self._short(size):
-            self._checks[key] = self._fastest_leads(ch, size)
         if key not in self._checks:
-            first = self.time(choice(NATIVE, {}), size)
-            settles = self._settles(size)
-            times = 2 if settles else 1
-            sure = settles and self.time(ch, size) * SURE_LEAD <= first
-            wins = 2 if sure else int(self.time(ch, size) * (1 + self.tolerance) < first)
-            for left in (2, 1):
-                if wins == 2 or wins + left < 2:
-                    break
-                try:
-                    native = self._timed(NATIVE, {}, size, times)
-                    again = self._timed(ch[0], dict(ch[1]), size, times)
-                except Unavailable:
-                    wins = 0
-                    break
-                wins += again * (1 + self.tolerance) < native
-            self._checks[key] = wins >= 2
+            self._checks[key] = self._fastest_leads(ch, size) if self._short(size) else self._wins_twice(ch, size)
         return self._checks[key]
+
+    def _wins_twice(self, ch: Choice, size: int) -> bool:
+        """True if ``ch`` beats ``native`` at ``size`` by more than the tolerance in two of three
+        timings: the sample's, and up to two pairs, each ``native`` then ``ch``, timed while two
+        wins are in reach; each timing made twice in a row where a call settles, and a sample lead
+        of :data:`SURE_LEAD` taken there without them (:meth:`_confirmed`)."""
+        first = self.time(choice(NATIVE, {}), size)
+        settles = self._settles(size)
+        times = 2 if settles else 1
+        sure = settles and self.time(ch, size) * SURE_LEAD <= first
+        wins = 2 if sure else int(self.time(ch, size) * (1 + self.tolerance) < first)
+        for left in (2, 1):
+            if wins == 2 or wins + left < 2:
+                break
+            try:
+                native = self._timed(NATIVE, {}, size, times)
+                again = self._timed(ch[0], dict(ch[1]), size, times)
+            except Unavailable:
+                return False
+            wins += again * (1 + self.tolerance) < native
+        return wins >= 2
 
     def _fastest_leads(self, ch: Choice, size: int) -> bool:
         """Where a call is short (:meth:`_short`): True if the fastest of ``ch``'s timings at
