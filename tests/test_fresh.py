@@ -350,3 +350,18 @@ def test_fresh_jobs_spawned_from_an_mpi_job_time_forced_algorithms_and_agree_on_
                       300, f"fresh_check on {procs}")
     assert res.returncode == 0, res.stderr[-3000:]
     assert f"fresh check passed: P={procs}, 4 jobs" in res.stdout
+
+
+def test_a_spawned_job_imports_mpi4py_numpy_and_few_of_colltunes_modules() -> None:
+    """The jobs of colltune.tune.spawn start on the testbed's 2 cores 8 processes at a time: the
+    spawned module must not import the registry, the models, the runtime's plans, the catalogue of
+    library algorithms or pydantic (colltune.lazy), which took 1 s of each job's start."""
+    code = ("import sys, colltune.tune.spawn\n"
+            "print(' '.join(m for m in sys.modules if m.startswith(('colltune', 'pydantic', 'scipy'))))")
+    res = run_bounded([sys.executable, "-c", code], 60, "import colltune.tune.spawn")
+    assert res.returncode == 0, res.stderr[-3000:]
+    loaded = set(res.stdout.split())
+    heavy = {"colltune.algorithms", "colltune.models", "colltune.runtime.api", "colltune.tune.targets",
+             "colltune.tune.select", "colltune.tune.table", "pydantic", "scipy"}
+    assert "colltune.tune.timing" in loaded and "colltune.tune.mpit" in loaded
+    assert not heavy & loaded, sorted(heavy & loaded)

@@ -403,7 +403,8 @@ def test_a_hybrid_pricer_settles_as_its_timer_does() -> None:
 
 
 def test_a_hybrid_pricer_confirms_short_calls_as_its_timer_does() -> None:
-    from colltune.tune.measure import MEAN_CALL, LibraryTimer, MeasurePricer
+    from colltune.tune.measure import LibraryTimer, MeasurePricer
+    from colltune.tune.timing import MEAN_CALL
 
     assert HybridPricer(Table({}), ShortNoisy({}, mean_call=0.25), Space()).mean_call == 0.25
     assert HybridPricer(Table({}), Table({}), Space()).mean_call == 0.0
@@ -657,7 +658,8 @@ def test_cheap_calls_are_repeated_to_fill_the_timing_and_a_budget_still_cuts():
     with a budget too small, the repetitions are as before."""
     from mpi4py import MPI
 
-    from colltune.tune.measure import FILL_FACTOR, MIN_REPS, time_collective
+    from colltune.tune.measure import time_collective
+    from colltune.tune.timing import FILL_FACTOR, MIN_REPS
 
     def reps(**kw: Any) -> int:
         return time_collective(MPI.COMM_SELF, "allgather", "ring", 64, {}, 6, 2, **kw).reps
@@ -693,12 +695,13 @@ def test_a_timing_with_rest_sleeps_that_long_before_its_first_call_and_times_the
 
 
 def test_a_long_call_is_priced_by_its_mean_and_a_short_one_by_its_median():
-    """:attr:`colltune.tune.measure.Timing.price`: a call whose slowest rank's median takes
+    """:attr:`colltune.tune.timing.Timing.price`: a call whose slowest rank's median takes
     MEAN_CALL or more costs its mean (a loss in one call of ten counts, as in the C client), a
     shorter one its median (a wait for a core does not); time_collective fills both in."""
     from mpi4py import MPI
 
-    from colltune.tune.measure import MEAN_CALL, Timing, time_collective
+    from colltune.tune.measure import time_collective
+    from colltune.tune.timing import MEAN_CALL, Timing
 
     def timing(median: float, mean: float) -> Timing:
         return Timing(median, median, median, 10, median, mean)

@@ -271,6 +271,7 @@ def test_playoff_needs_forced(table: Path, tmp_path: Path) -> None:
 
 
 def test_the_client_and_the_tuner_warm_the_network_with_the_same_block() -> None:
-    from colltune.tune.library_bench import NETWORK_BLOCK, SOURCE
+    from colltune.tune.library_bench import SOURCE
+    from colltune.tune.warmup import NETWORK_BLOCK
 
     assert f"NETWORK_BLOCK = {NETWORK_BLOCK} }}" in SOURCE.read_text()

@@ -3,46 +3,21 @@
 Schedules, the registry and the verifier import no MPI; the runtime (``plan``,
 ``Plan`` and the collectives ``bcast``, ``scatter``, ``gather``, ``allgather``,
 ``alltoall``, ``reduce``, ``allreduce``, ``barrier``) loads mpi4py on first use, so that ``colltune verify`` and
-``colltune algorithms`` work without initialising MPI.
+``colltune algorithms`` work without initialising MPI.  Every name here is imported on first use
+(:mod:`colltune.lazy`): importing one module of colltune imports only what that module needs.
 """
 
 from __future__ import annotations
 
-from importlib import import_module
-from importlib.metadata import PackageNotFoundError, version
-from typing import Any
+from colltune.lazy import exports
 
-from colltune.algorithms import REGISTRY, Algorithm, Param, register
-from colltune.collectives import COLLECTIVES, Problem
-from colltune.errors import (
-    ColltuneError,
-    ParameterError,
-    ScheduleError,
-    UnknownAlgorithmError,
-    VerificationError,
-)
-from colltune.schedule import Buf, Kind, Region, Schedule, ScheduleBuilder, VerifyReport, verify
-
-try:
-    __version__ = version("colltune")
-except PackageNotFoundError:  # running from a source tree that is not installed
-    __version__ = "0+unknown"
-
-_RUNTIME = ("Plan", "allgather", "allreduce", "alltoall", "barrier", "bcast", "call_cache", "gather", "plan", "reduce",
-            "scatter")
-
-
-def __getattr__(name: str) -> Any:
-    if name in _RUNTIME:
-        value = getattr(import_module("colltune.runtime"), name)
-        globals()[name] = value  # later lookups find it directly: colltune.bcast costs no import
-        return value
-    raise AttributeError(f"module 'colltune' has no attribute {name!r}")
-
-
-__all__ = [
-    "COLLECTIVES", "REGISTRY", "Algorithm", "Buf", "ColltuneError", "Kind", "Param", "ParameterError", "Plan",
-    "Problem", "Region", "Schedule", "ScheduleBuilder", "ScheduleError", "UnknownAlgorithmError",
-    "VerificationError", "VerifyReport", "__version__", "allgather", "allreduce", "alltoall", "barrier", "bcast",
-    "call_cache", "gather", "plan", "reduce", "register", "scatter", "verify",
-]
+__getattr__, __all__ = exports(__name__, {
+    "colltune.algorithms": ("REGISTRY", "Algorithm", "Param", "register"),
+    "colltune.collectives": ("COLLECTIVES", "Problem"),
+    "colltune.errors": ("ColltuneError", "ParameterError", "ScheduleError", "UnknownAlgorithmError",
+                        "VerificationError"),
+    "colltune.schedule": ("Buf", "Kind", "Region", "Schedule", "ScheduleBuilder", "VerifyReport", "verify"),
+    "colltune.runtime": ("Plan", "allgather", "allreduce", "alltoall", "barrier", "bcast", "call_cache", "gather",
+                         "plan", "reduce", "scatter"),
+    "colltune.version": ("__version__",),
+})

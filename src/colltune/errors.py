@@ -45,3 +45,8 @@ class ParameterError(ColltuneError, ValueError):
 class ExecutionError(ColltuneError):
     """The MPI library reported an error while colltune ran a collective (the message is the
     library's), or a schedule could not be made into a runnable program."""
+
+
+class Unavailable(ColltuneError):
+    """No formula, simulation or timing can price this case (a collective, an algorithm, a model,
+    a process count); the message says why.  Pricers raise it and the tuners skip the candidate."""

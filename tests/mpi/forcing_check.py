@@ -23,7 +23,7 @@ P, me = world.Get_size(), world.Get_rank()
 library, size = sys.argv[1], int(sys.argv[2])
 forcer = forcer_for(library, MPI.Get_library_version())
 watched = "MPIR_CVAR_BCAST_INTRA_ALGORITHM" if library == "mpich" else "coll_tuned_bcast_algorithm"
-original = forcer._mpit.read_int(watched)
+original = forcer.mpit.read_int(watched)
 comm = world
 
 
@@ -92,7 +92,7 @@ for (coll, name), entry in TARGETS[library].items():
         forcer.restore()
         forced += 1
 comm = world
-assert forcer._mpit.read_int(watched) == original, "not restored"
+assert forcer.mpit.read_int(watched) == original, "not restored"
 
 signature = "none"
 if library == "mpich":

@@ -14,7 +14,7 @@ from mpi4py import MPI
 from colltune.tune.forcing import forcer_for, openmpi_forcing_environment
 
 choices = {c: (name, params) for c, (name, params) in json.loads(sys.argv[1]).items()}
-mpit = forcer_for("openmpi", MPI.Get_library_version())._mpit
+mpit = forcer_for("openmpi", MPI.Get_library_version()).mpit
 for key, value in openmpi_forcing_environment(choices).items():
     variable = key.removeprefix("OMPI_MCA_")
     if os.environ.get(key) != value:

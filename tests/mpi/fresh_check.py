@@ -3,7 +3,7 @@
 the spawned job cannot force must come back infinitely slow, and a size contested in the samples
 must be timed in two fresh jobs per pass.  With the calls this short, what wins is up to the
 timings; whatever it is, the rules must tile the sizes and every rank must keep the same.  The
-network warm-up (colltune.tune.measure.warm_network) runs until its time has passed, in the same
+network warm-up (colltune.tune.timing.warm_network) runs until its time has passed, in the same
 rounds on every rank, in this job and in a spawned one; where the tuner warms it, the table's
 provenance says so.
 Usage: python -m mpi4py fresh_check.py
@@ -19,10 +19,11 @@ from colltune.tune import measure
 from colltune.tune.cli import _warm
 from colltune.tune.forcing import MpichForcer
 from colltune.tune.fresh import check_fresh
-from colltune.tune.measure import network_warmup, warm_network
+from colltune.tune.measure import network_warmup
 from colltune.tune.select import choice, grid_sizes
 from colltune.tune.spawn import FreshJobs
 from colltune.tune.table import NATIVE, Candidate, Rule, Sample
+from colltune.tune.timing import warm_network
 
 comm = MPI.COMM_WORLD
 procs = comm.Get_size()
@@ -57,17 +58,16 @@ if seconds != 0.2 or len(notes) != 1 or noted is None or (int(noted[1]) >= 1) !=
     raise AssertionError(f"hosts of their own at P = {procs}: the tuner's warm-up notes {notes}")
 measure.network_warmup = network_warmup
 
-probe = MpichForcer(MPI.Get_library_version())
-other_tree = "knomial_1" if probe.tree_type == "kary" else "kary"
-probe.close()
-jobs = FreshJobs(comm, "mpich", reps=3, warmup=1, network_warmup=0.2)
+forcer = MpichForcer(MPI.Get_library_version())
+other_tree = "knomial_1" if forcer.tree_type == "kary" else "kary"
+jobs = FreshJobs(comm, forcer, reps=3, warmup=1, network_warmup=0.2)
 times = jobs("bcast", [(1024, choice(NATIVE, {})), (2048, choice("tree", {"tree_type": other_tree, "k": 2})),
                        (4096, choice("scatter_ring_allgather", {}))])
 same_everywhere("the fresh job's times", times)
 if sorted(times) != [1024, 2048, 4096] or not math.isinf(times[2048]) or not all(
         0 < times[s] < 1 for s in (1024, 4096)):
     raise AssertionError(f"fresh job times {times}: expected finite times at 1024 and 4096 B, inf at 2048 B "
-                         f"(tree_type {other_tree} cannot be forced in a job of tree_type {probe.tree_type})")
+                         f"(tree_type {other_tree} cannot be forced in a job of tree_type {forcer.tree_type})")
 same_everywhere("the spawned job's warm-up", jobs.warmed)
 if len(jobs.warmed) != 1 or (jobs.warmed[0] < 1) != (procs == 1):
     raise AssertionError(f"the spawned job warmed its network in {jobs.warmed} rounds at P = {procs}")
@@ -80,7 +80,7 @@ samples = {s: Sample(procs=procs, size=s, candidates=(Candidate(algorithm=NATIVE
                                                        Candidate(algorithm="pairwise", time=1.1)))
            for s in sizes if s >= 4096}
 rules = (Rule(size_min=0, size_max=None, algorithm=NATIVE),)
-jobs = FreshJobs(comm, "mpich", reps=3, warmup=1)
+jobs = FreshJobs(comm, forcer, reps=3, warmup=1)
 lines: list[str] = []
 out = check_fresh(jobs, "alltoall", procs, rules, sizes, samples, settle_call=0.5, tolerance=-1.0, say=lines.append)
 # a tolerance of -1 makes every finite time a lead: both passes run, every contested size is won
@@ -88,4 +88,5 @@ same_everywhere("the rules", [r.model_dump() for r in out])
 if [(r.size_min, r.algorithm) for r in out] != [(0, NATIVE), (2049, "pairwise")] or jobs.jobs != 4 or \
         jobs.warmed != [0] * 4:
     raise AssertionError(f"rules {[(r.size_min, r.algorithm) for r in out]} after {jobs.jobs} jobs; lines {lines}")
+forcer.close()
 print(f"fresh check passed: P={procs}, {jobs.jobs} jobs", flush=True)

@@ -5,6 +5,9 @@ with :func:`~colltune.models.costs.formula`; :func:`predict` and :func:`predict_
 algorithm, searching the segment size of segmented ones.
 """
 
+# The registry first: its algorithms import paper 000's Table 1 (colltune.models.cluster), whose
+# formulas need the registry complete (colltune.models.costs).
+import colltune.algorithms  # noqa: F401
 from colltune.models import hockney as _hockney  # noqa: F401  (each module registers its formulas)
 from colltune.models import latency as _latency  # noqa: F401
 from colltune.models import logp as _logp  # noqa: F401

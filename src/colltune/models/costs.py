@@ -21,12 +21,8 @@ from typing import Any
 
 from colltune.algorithms.registry import REGISTRY
 from colltune.collectives import Problem
-from colltune.errors import ColltuneError
+from colltune.errors import ColltuneError, Unavailable
 from colltune.models.params import MODELS, ParamSet
-
-
-class Unavailable(ColltuneError):
-    """No formula prices this (collective, algorithm, model) case; the message says why."""
 
 
 @dataclass(frozen=True)

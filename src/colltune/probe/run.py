@@ -79,7 +79,8 @@ from colltune.profiles.format import Fit, Models, Profile, Provenance, Series
 from colltune.runtime.quiet import sleep_until
 from colltune.sim import NETWORKS, Topology, topology_for
 from colltune.sim.calls import steady_call
-from colltune.tune.measure import REST, Timing, time_collective
+from colltune.tune.measure import REST, time_collective
+from colltune.tune.timing import Timing
 
 KiB = 1024
 
@@ -149,7 +150,7 @@ CHECKS = (("bcast", "binomial_tree"), ("allgather", "ring"), ("alltoall", "pairw
 #: it (what a send must take to count as waiting) is 50 times a small eager send here (10 us).
 MIN_HOLD = 1e-3
 #: Repetitions of each check (after one warm-up), and seconds each may take at most (down to
-#: :data:`colltune.tune.measure.MIN_REPS`).
+#: :data:`colltune.tune.timing.MIN_REPS`).
 CHECK_REPS, CHECK_BUDGET = 7, 1.0
 #: ``progress(description, steps done, steps in all)``, called on rank 0 as each step starts.
 Progress = Callable[[str, int, int], None]

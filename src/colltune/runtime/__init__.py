@@ -2,28 +2,17 @@
 
 Schedules run on the compiled executor (:mod:`colltune.runtime.compiled`) where it loads, else on
 the Python one (:mod:`colltune.runtime.executor`); one-shot calls are cached per communicator
-(:mod:`colltune.runtime.state`).
+(:mod:`colltune.runtime.state`).  Every name here is imported on first use (:mod:`colltune.lazy`):
+:mod:`colltune.runtime.quiet` alone imports only mpi4py.
 """
 
-from colltune.runtime.api import (
-    AUTO,
-    BUFFERS,
-    EXECUTORS,
-    NATIVE,
-    Plan,
-    allgather,
-    allreduce,
-    alltoall,
-    barrier,
-    bcast,
-    call_cache,
-    gather,
-    plan,
-    reduce,
-    scatter,
-)
-from colltune.runtime.calls import as_bytes
-from colltune.runtime.executor import ScheduleExecutor
+from __future__ import annotations
 
-__all__ = ["AUTO", "BUFFERS", "EXECUTORS", "NATIVE", "Plan", "ScheduleExecutor", "allgather", "allreduce",
-           "alltoall", "as_bytes", "barrier", "bcast", "call_cache", "gather", "plan", "reduce", "scatter"]
+from colltune.lazy import exports
+
+__getattr__, __all__ = exports(__name__, {
+    "colltune.runtime.api": ("AUTO", "BUFFERS", "EXECUTORS", "NATIVE", "Plan", "allgather", "allreduce", "alltoall",
+                             "barrier", "bcast", "call_cache", "gather", "plan", "reduce", "scatter"),
+    "colltune.runtime.calls": ("as_bytes",),
+    "colltune.runtime.executor": ("ScheduleExecutor",),
+})

@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from colltune.collectives import Placement, Problem, get_collective
+from colltune import collectives  # a module, not names: colltune.collectives imports the schedule IR
 from colltune.errors import VerificationError
 from colltune.schedule.ir import REDUCTION_DTYPES, REDUCTION_OPS, Buf, Kind, Schedule, region_str
 
@@ -158,7 +158,7 @@ class _Accesses:
 class VerifyReport:
     """What a successful verification established."""
 
-    problem: Problem
+    problem: collectives.Problem
     ops: int
     messages: int
     bytes_sent: int
@@ -169,17 +169,17 @@ class VerifyReport:
                 "bytes_sent": self.bytes_sent}
 
 
-def problem_of(schedule: Schedule) -> Problem:
+def problem_of(schedule: Schedule) -> collectives.Problem:
     """The :class:`Problem` recorded in a schedule's metadata."""
     m = schedule.meta
     try:
-        return Problem(m["collective"], schedule.procs, int(m.get("root", 0)), int(m["size"]), op=m.get("op"),
+        return collectives.Problem(m["collective"], schedule.procs, int(m.get("root", 0)), int(m["size"]), op=m.get("op"),
                        dtype=m.get("dtype"), commutative=bool(m.get("commutative", True)))
     except KeyError as exc:
         raise VerificationError(f"schedule metadata lacks {exc.args[0]!r}; pass the problem explicitly") from None
 
 
-def verify(schedule: Schedule, problem: Problem | None = None) -> VerifyReport:
+def verify(schedule: Schedule, problem: collectives.Problem | None = None) -> VerifyReport:
     """Prove ``schedule`` correct for ``problem`` (default: from its metadata), or raise.
 
     Raises :class:`~colltune.errors.VerificationError` whose message names the
@@ -190,10 +190,10 @@ def verify(schedule: Schedule, problem: Problem | None = None) -> VerifyReport:
 
 
 class _Verifier:
-    def __init__(self, schedule: Schedule, problem: Problem):
+    def __init__(self, schedule: Schedule, problem: collectives.Problem):
         self.s = schedule
         self.p = problem
-        self.coll = get_collective(problem.collective)
+        self.coll = collectives.get_collective(problem.collective)
         if schedule.procs != problem.procs:
             raise VerificationError(f"schedule has {schedule.procs} ranks, the problem {problem.procs}")
         if schedule.wildcards:
@@ -485,7 +485,7 @@ class _Verifier:
 
     def check_postcondition(self) -> None:
         for pl in self.coll.outputs(self.p):
-            if not isinstance(pl, Placement):
+            if not isinstance(pl, collectives.Placement):
                 self.check_reduction(pl)
                 continue
             want = self.label_of(pl.origin_rank, pl.origin_buf, pl.origin_offset)

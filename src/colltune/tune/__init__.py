@@ -8,33 +8,25 @@
 - :mod:`colltune.tune.export`: the table as Open MPI rules and MPICH selection JSON;
 - :mod:`colltune.tune.sequence`: the in-order check of a table's choices, timed in the job;
 - :mod:`colltune.tune.bench`: what ``colltune bench`` times and its results file;
-- :mod:`colltune.tune.measure` (imports MPI, so not re-exported here): timing in the running job.
+- :mod:`colltune.tune.measure` (imports MPI, so not re-exported here): timing in the running job;
+- :mod:`colltune.tune.timing`, :mod:`colltune.tune.mpit` and :mod:`colltune.tune.spawn` (MPI too):
+  the timing loop and the library's own call, its control variables, the fresh jobs.
+
+Every name here is imported on first use (:mod:`colltune.lazy`), so that the jobs of
+:mod:`colltune.tune.spawn` import only what they run.
 """
 
-from colltune.tune.bench import BenchError, BenchResults, bench_runs, read_bench, write_bench
-from colltune.tune.native import NATIVE_SOURCE, native_equivalent
-from colltune.tune.promises import Promises
-from colltune.tune.select import SEARCH, ModelPricer, SimPricer, Tuner, build_table, candidates, grid_sizes
-from colltune.tune.sequence import check_in_order
-from colltune.tune.table import (
-    NATIVE,
-    TABLE_ENV,
-    Block,
-    Candidate,
-    DecisionTable,
-    Rule,
-    Sample,
-    TableError,
-    fixed_table,
-    parse_table,
-    read_table,
-    write_table,
-)
+from __future__ import annotations
 
-__all__ = [
-    "NATIVE", "NATIVE_SOURCE", "SEARCH", "TABLE_ENV", "BenchError", "BenchResults", "Block", "Candidate", "DecisionTable",
-    "ModelPricer", "Promises", "Rule", "Sample", "SimPricer", "TableError", "Tuner", "bench_runs", "build_table", "candidates",
-    "check_in_order",
-    "fixed_table",
-    "grid_sizes", "native_equivalent", "parse_table", "read_bench", "read_table", "write_bench", "write_table",
-]
+from colltune.lazy import exports
+
+__getattr__, __all__ = exports(__name__, {
+    "colltune.tune.bench": ("BenchError", "BenchResults", "bench_runs", "read_bench", "write_bench"),
+    "colltune.tune.native": ("NATIVE_SOURCE", "native_equivalent"),
+    "colltune.tune.promises": ("Promises",),
+    "colltune.tune.select": ("SEARCH", "ModelPricer", "SimPricer", "Tuner", "build_table", "candidates",
+                             "grid_sizes"),
+    "colltune.tune.sequence": ("check_in_order",),
+    "colltune.tune.table": ("NATIVE", "TABLE_ENV", "Block", "Candidate", "DecisionTable", "Rule", "Sample",
+                            "TableError", "fixed_table", "parse_table", "read_table", "write_table"),
+})

@@ -57,7 +57,6 @@ from colltune.tune.hybrid import HYBRID_MARGIN, SHARE_POLL, HybridPricer
 from colltune.tune.library_bench import (
     LIBRARIES,
     MIN_TIME,
-    NETWORK_WARMUP,
     LibraryBench,
     geomean,
     library_bench,
@@ -67,6 +66,7 @@ from colltune.tune.library_bench import (
 from colltune.tune.promises import Promises, flag
 from colltune.tune.select import REGISTRY_SPACE, RulesCheck, chain
 from colltune.tune.targets import TARGETS
+from colltune.tune.warmup import NETWORK_WARMUP
 from colltune.units import parse_bytes, parse_int_list, parse_size_list
 
 DEFAULT_TUNE_PROCS = "2-16,24,32,48,64"
@@ -214,10 +214,11 @@ def _tune_offline(profile_spec: str | None, method: str, model: str | None, coll
 
 def _warm(comm: Any, say: Callable[[str], None], notes: list[str]) -> float:
     """Warm the job's network before its first timing, as the C client of ``bench --library`` does
-    (:func:`colltune.tune.measure.warm_network`, for :func:`~colltune.tune.measure.network_warmup`
+    (:func:`colltune.tune.timing.warm_network`, for :func:`~colltune.tune.measure.network_warmup`
     seconds: none on one host), and say so in ``notes`` (the table's provenance); the seconds,
     which the fresh jobs spend too."""
-    from colltune.tune.measure import network_warmup, warm_network
+    from colltune.tune.measure import network_warmup
+    from colltune.tune.timing import warm_network
 
     seconds = network_warmup(comm)
     if seconds:
@@ -244,7 +245,7 @@ def _checks(comm: Any, target: str, timer: Any, reps: int, warmup: int, say: Cal
     in_order = in_order_hook(timer, MEASURE_TOLERANCE, say, notes)
     if target != "mpich":
         return in_order
-    fresh = fresh_hook(FreshJobs(comm, target, reps, warmup, network_warmup=network_warmup), SETTLE_CALL,
+    fresh = fresh_hook(FreshJobs(comm, timer.forcer, reps, warmup, network_warmup=network_warmup), SETTLE_CALL,
                        MEASURE_TOLERANCE,
                        lambda *args: runs_by_itself(target, *args), say, notes)
     return chain(fresh, in_order)

@@ -10,7 +10,7 @@ algorithm of the next call: :class:`MpichForcer` does that, for the containers o
 selection file runs them.  ``native`` is ``auto`` under the same setting: MPICH's own decision, as a
 file's ``native`` rule hands it back.
 
-mpi4py does not wrap MPI_T, so this calls the library mpi4py loaded through :mod:`ctypes`.  MPICH
+The variables are written through :mod:`colltune.tune.mpit` (mpi4py does not wrap MPI_T).  MPICH
 declares its enumerated variables as ``MPI_INT`` without an ``MPI_T_enum``; their values are the
 positions of the ``name - text`` lines of the variable's description, as MPICH's
 ``maint/extractcvars`` numbers them, and that description is read from the running library.
@@ -23,19 +23,15 @@ can be forced; :meth:`MpichForcer.forceable` says so for the others.
 
 from __future__ import annotations
 
-import ctypes
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
-from colltune.errors import ColltuneError
+from colltune.tune.mpit import ControlVariables, ForcingError
 from colltune.tune.table import NATIVE
 from colltune.tune.targets import library_algorithm
 
-#: MPI_T's return code for success.
-_SUCCESS = 0
+Settings = dict[str, int | bool]
+
 #: The algorithms' parameters by (collective, container), as MPICH's CVAR path passes them
 #: (``cvar_params`` of ``coll_algorithms.txt``): parameter name -> variable name.
 _PARAMETER_VARIABLES: dict[tuple[str, str], dict[str, str]] = {
@@ -50,112 +46,8 @@ _TREE_TYPE = "MPIR_CVAR_BCAST_TREE_TYPE"
 _DEVICE = "MPIR_CVAR_DEVICE_COLLECTIVES"
 
 
-class ForcingError(ColltuneError, RuntimeError):
-    """The library cannot be forced to run an algorithm; the message says which variable and why."""
-
-
 def _algorithm_variable(collective: str) -> str:
     return f"MPIR_CVAR_{collective.upper()}_INTRA_ALGORITHM"
-
-
-def _loaded_libmpi() -> str:
-    """The path of the MPI library this process has loaded (mpi4py's), from ``/proc/self/maps``."""
-    try:
-        maps = Path("/proc/self/maps").read_text()
-    except OSError:
-        maps = ""
-    for line in maps.splitlines():
-        path = line.split()[-1] if len(line.split()) >= 6 else ""
-        if re.fullmatch(r"libmpi(_abi)?\.so(\.\d+)*", Path(path).name):
-            return path
-    return "libmpi.so.12"
-
-
-class _MpiT:
-    """The few MPI_T calls needed to read and write integer and string control variables."""
-
-    def __init__(self) -> None:
-        try:
-            self.lib = ctypes.CDLL(_loaded_libmpi())
-        except OSError as exc:
-            raise ForcingError(f"cannot load the MPI library for MPI_T: {exc}") from None
-        provided = ctypes.c_int()
-        rc = self.lib.MPI_T_init_thread(3, ctypes.byref(provided))  # MPI_THREAD_MULTIPLE
-        if rc != _SUCCESS:
-            raise ForcingError(f"MPI_T_init_thread failed (error {rc})")
-        self._index: dict[str, int] = {}
-
-    def close(self) -> None:
-        self.lib.MPI_T_finalize()
-
-    def index(self, name: str) -> int:
-        if name not in self._index:
-            i = ctypes.c_int()
-            rc = self.lib.MPI_T_cvar_get_index(name.encode(), ctypes.byref(i))
-            if rc != _SUCCESS:
-                raise ForcingError(f"{name}: this MPI library has no such control variable (MPI_T error {rc})")
-            self._index[name] = i.value
-        return self._index[name]
-
-    def description(self, name: str) -> str:
-        text = ctypes.create_string_buffer(16384)
-        length = ctypes.c_int(len(text))
-        out = [ctypes.create_string_buffer(256), ctypes.c_int(256), ctypes.c_int(), ctypes.c_int64(),
-               ctypes.c_void_p()]
-        bind, scope = ctypes.c_int(), ctypes.c_int()
-        rc = self.lib.MPI_T_cvar_get_info(self.index(name), out[0], ctypes.byref(out[1]), ctypes.byref(out[2]),
-                                          ctypes.byref(out[3]), ctypes.byref(out[4]), text, ctypes.byref(length),
-                                          ctypes.byref(bind), ctypes.byref(scope))
-        if rc != _SUCCESS:
-            raise ForcingError(f"{name}: MPI_T_cvar_get_info failed (error {rc})")
-        return text.value.decode(errors="replace")
-
-    @contextmanager
-    def _handle(self, name: str) -> Iterator[tuple[ctypes.c_void_p, int]]:
-        handle, count = ctypes.c_void_p(), ctypes.c_int()
-        rc = self.lib.MPI_T_cvar_handle_alloc(self.index(name), None, ctypes.byref(handle), ctypes.byref(count))
-        if rc != _SUCCESS:
-            raise ForcingError(f"{name}: MPI_T_cvar_handle_alloc failed (error {rc})")
-        try:
-            yield handle, count.value
-        finally:
-            self.lib.MPI_T_cvar_handle_free(ctypes.byref(handle))
-
-    def read_int(self, name: str) -> int:
-        with self._handle(name) as (handle, _):
-            value = ctypes.c_int()
-            rc = self.lib.MPI_T_cvar_read(handle, ctypes.byref(value))
-        if rc != _SUCCESS:
-            raise ForcingError(f"{name}: MPI_T_cvar_read failed (error {rc})")
-        return value.value
-
-    def read_text(self, name: str) -> str:
-        with self._handle(name) as (handle, count):
-            value = ctypes.create_string_buffer(max(count, 1) + 1)
-            rc = self.lib.MPI_T_cvar_read(handle, value)
-        if rc != _SUCCESS:
-            raise ForcingError(f"{name}: MPI_T_cvar_read failed (error {rc})")
-        return value.value.decode(errors="replace")
-
-    def write_int(self, name: str, value: int) -> None:
-        self._write(name, ctypes.c_int(value), value)
-
-    def write_bool(self, name: str, value: bool) -> None:
-        self._write(name, ctypes.c_bool(value), value)
-
-    def read_bool(self, name: str) -> bool:
-        with self._handle(name) as (handle, _):
-            value = ctypes.c_bool()
-            rc = self.lib.MPI_T_cvar_read(handle, ctypes.byref(value))
-        if rc != _SUCCESS:
-            raise ForcingError(f"{name}: MPI_T_cvar_read failed (error {rc})")
-        return bool(value.value)
-
-    def _write(self, name: str, value: Any, shown: object) -> None:
-        with self._handle(name) as (handle, _):
-            rc = self.lib.MPI_T_cvar_write(handle, ctypes.byref(value))
-        if rc != _SUCCESS:
-            raise ForcingError(f"{name}: cannot be set to {shown} at run time (MPI_T error {rc})")
 
 
 def enum_values(description: str) -> dict[str, int]:
@@ -165,36 +57,31 @@ def enum_values(description: str) -> dict[str, int]:
     return {n: i for i, n in enumerate(names)}
 
 
-class _Forcer:
+class _Forcer(ControlVariables):
     """What both forcers share: the check that the job runs the library (its version string starts
-    with ``brand``), the MPI_T session, and the variables changed with their values before."""
-
-    #: True if the library reads its choice when a communicator is created, so a forced call must
-    #: run on a communicator made after :meth:`force`.
-    fresh_communicator = False
+    with ``brand``), the MPI_T session, and the variables changed with their values before
+    (:class:`colltune.tune.mpit.ControlVariables`).  :meth:`settings` says what forces an
+    algorithm, :meth:`force` writes it."""
 
     def __init__(self, library_version: str, brand: str) -> None:
         if not library_version.lstrip().startswith(brand):
             first = library_version.strip().splitlines()[0] if library_version.strip() else "unknown"
             raise ForcingError(f"forcing {brand}'s algorithms needs {brand}; this job runs {first}")
-        self._mpit = _MpiT()
-        self._saved: dict[str, int] = {}
+        super().__init__(self.fresh_communicator)
 
-    def close(self) -> None:
-        """Restore every variable changed and end the MPI_T session."""
-        self.restore()
-        self._mpit.close()
+    def forceable(self, collective: str, name: str, params: dict[str, Any]) -> str | None:
+        """Why ``name`` with ``params`` cannot be forced in this job, or None if it can."""
+        return None
 
-    def _set(self, name: str, value: int) -> None:
-        if name not in self._saved:
-            self._saved[name] = self._mpit.read_int(name)
-        self._mpit.write_int(name, value)
+    def settings(self, collective: str, name: str, params: dict[str, Any]) -> Settings:
+        """The control variables, in the order to write them, that make the library run its
+        algorithm ``name`` with ``params`` for ``collective``; :class:`ForcingError` if none can."""
+        raise NotImplementedError
 
-    def restore(self) -> None:
-        """Write back every variable's value from before the first change."""
-        for name, value in self._saved.items():
-            self._mpit.write_int(name, value)
-        self._saved.clear()
+    def force(self, collective: str, name: str, params: dict[str, Any]) -> None:
+        """Make this process's next ``collective`` calls run the library's ``name`` with ``params``
+        (:meth:`settings`); :meth:`restore` undoes it."""
+        self.apply(self.settings(collective, name, params))
 
 
 class MpichForcer(_Forcer):
@@ -208,11 +95,11 @@ class MpichForcer(_Forcer):
     def __init__(self, library_version: str) -> None:
         super().__init__(library_version, "MPICH")
         self._enums: dict[str, dict[str, int]] = {}
-        self.tree_type = self._mpit.read_text(_TREE_TYPE).strip() or "kary"
+        self.tree_type = self.mpit.read_text(_TREE_TYPE).strip() or "kary"
 
     def _enum(self, name: str, value: str) -> int:
         if name not in self._enums:
-            self._enums[name] = enum_values(self._mpit.description(name))
+            self._enums[name] = enum_values(self.mpit.description(name))
         values = self._enums[name]
         if value not in values:
             raise ForcingError(f"{name}: this MPICH has no value {value!r}; it has {', '.join(values)}")
@@ -226,18 +113,17 @@ class MpichForcer(_Forcer):
                     f"so {collective}/{name} with tree_type={tree_type} cannot be forced")
         return None
 
-    def force(self, collective: str, name: str, params: dict[str, Any]) -> None:
-        """Make this process's next ``collective`` calls run MPICH's container ``name`` with the
-        catalogue's fixed keys and ``params`` (``native``: MPICH's own decision), with the device's
-        collectives off, as the exported file runs them.  Raises :class:`ForcingError` if it cannot."""
+    def settings(self, collective: str, name: str, params: dict[str, Any]) -> Settings:
+        """MPICH's container ``name`` with the catalogue's fixed keys and ``params`` (``native``:
+        MPICH's own decision), with the device's collectives off, as the exported file runs them."""
         why = self.forceable(collective, name, params)
         if why:
             raise ForcingError(why)
-        self._set(_DEVICE, self._enum(_DEVICE, "none"))
+        out: Settings = {_DEVICE: self._enum(_DEVICE, "none")}
         variable = _algorithm_variable(collective)
         if name == NATIVE:
-            self._set(variable, self._enum(variable, "auto"))
-            return
+            out[variable] = self._enum(variable, "auto")
+            return out
         entry = library_algorithm("mpich", collective, name)
         values = {**entry.fixed, **params}
         values.pop("tree_type", None)
@@ -247,8 +133,9 @@ class MpichForcer(_Forcer):
                 continue  # topology-aware tree keys; 0 = not used, and the CVAR path does not use them
             if key not in known:
                 raise ForcingError(f"mpich {collective}/{name}: no control variable for parameter {key!r}")
-            self._set(known[key], int(value))
-        self._set(variable, self._enum(variable, name))
+            out[known[key]] = int(value)
+        out[variable] = self._enum(variable, name)
+        return out
 
 
 class OpenMPIForcer(_Forcer):
@@ -265,27 +152,10 @@ class OpenMPIForcer(_Forcer):
 
     def __init__(self, library_version: str) -> None:
         super().__init__(library_version, "Open MPI")
-        self._dynamic: bool | None = None
 
-    def restore(self) -> None:
-        """Write back every variable's value from before the first change."""
-        super().restore()
-        if self._dynamic is not None:
-            self._mpit.write_bool("coll_tuned_use_dynamic_rules", self._dynamic)
-            self._dynamic = None
-
-    def forceable(self, collective: str, name: str, params: dict[str, Any]) -> str | None:
-        """Every catalogued algorithm can be forced (None)."""
-        return None
-
-    def force(self, collective: str, name: str, params: dict[str, Any]) -> None:
-        """Make communicators created next run coll/tuned's algorithm ``name`` with ``params``
-        for ``collective`` (``native``: Open MPI's fixed decision)."""
-        if self._dynamic is None:
-            self._dynamic = self._mpit.read_bool("coll_tuned_use_dynamic_rules")
-        self._mpit.write_bool("coll_tuned_use_dynamic_rules", True)
-        for variable, value in openmpi_settings(collective, name, params).items():
-            self._set(variable, value)
+    def settings(self, collective: str, name: str, params: dict[str, Any]) -> Settings:
+        """``coll_tuned_use_dynamic_rules`` on, then :func:`openmpi_settings`."""
+        return {"coll_tuned_use_dynamic_rules": True, **openmpi_settings(collective, name, params)}
 
 
 def openmpi_settings(collective: str, name: str, params: dict[str, Any]) -> dict[str, int]:

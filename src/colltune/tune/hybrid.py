@@ -252,7 +252,7 @@ class HybridPricer:
 
     @property
     def mean_call(self) -> float:
-        """The timer's :data:`colltune.tune.measure.MEAN_CALL` (0 if it has none)."""
+        """The timer's :data:`colltune.tune.timing.MEAN_CALL` (0 if it has none)."""
         return float(getattr(self.timer, "mean_call", 0.0))
 
     def summary(self) -> str:

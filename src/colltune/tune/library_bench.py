@@ -11,7 +11,7 @@ comes (its defaults) and once with the decision table exported to the library's 
 * Open MPI: the coll/tuned rules file (:func:`~colltune.tune.export.openmpi_rules`) with
   ``coll_tuned_use_dynamic_rules`` on, as ``OMPI_MCA_`` environment variables.
 
-Each collective runs in a job of its own (on a testbed, after :data:`NETWORK_WARMUP` seconds of
+Each collective runs in a job of its own (on a testbed, after :data:`colltune.tune.warmup.NETWORK_WARMUP` seconds of
 traffic between every pair of ranks), and the two alternate over ``rounds`` rounds (default
 first, then tuned, in every round); each (collective, size) keeps the median over the rounds of
 the slowest rank's average, so that a slow spell of the machine falls on both.  One job per
@@ -83,30 +83,6 @@ RUN_TIMEOUT = 600.0
 #: for default over file, where 300 calls (about 0.25 s) read 0.72-0.95 ms and gave 0.97; at 4 to
 #: 16 KiB reduce and allreduce the six ratios moved from 0.71-1.09 to 0.97-1.01.
 MIN_TIME = 0.25
-#: Seconds every run of the client on a network (``colltune bench --testbed``) first exchanges blocks
-#: between every pair of ranks, one peer at a time, before it times anything (``bench
-#: --network-warmup``; the tuner warms its job and its fresh jobs the same way).  A fresh job's TCP
-#: connections leave slow start early: cubic's HyStart sees the queue build at the 100 Mbit/s port
-#: and stops at a congestion window of about 16 segments (``ss -ti``: cwnd 16, ssthresh 16, no
-#: loss), and cubic then grows it with the connection's time in flight, over seconds.  Until it
-#: holds the largest message an algorithm sends on a connection, each call waits for
-#: acknowledgements: on the 8-host testbed (2026-11-27, Open MPI, ``benchmarks/call_regimes.py
-#: --library openmpi --collective scatter --size 8KiB --algorithms binomial,basic_linear --calls 100
-#: --rounds 2 --jobs 5``) the binomial scatter of 8 KiB (32 KiB from the root to rank 4) took
-#: 6.4-6.5 ms a call in 9 of 10 rounds of fresh jobs, the linear one (8 KiB a connection) 4.7-4.8,
-#: and the tuning job, warm from its probe, had timed them at 4.78 and 4.72.  A warm-up in which
-#: every rank sent 64 KiB to all others at once (until 2026-11-27, 16:00) lost packets at the switch
-#: ports and left each window to chance (4.8-5.6 ms; at 16 KiB 9.7-15 ms from job to job); the
-#: pairwise exchange of 256 KiB blocks loses none and gave 4.8 ms at 8 KiB and 9.6 at 16 KiB in
-#: every fresh job (docs/tune.md, "Why ``--network-warmup``").  One second does as well (2026-11-28,
-#: the same command with ``--network-warmup 1 --jobs 3``: 4.7-4.8 ms at 8 KiB and 9.6-9.7 at 16 KiB
-#: from the first call in every job) and costs each fresh job of the tuner 2 s less than the 3 s
-#: used until then.
-NETWORK_WARMUP = 1.0
-#: Bytes each rank sends each other rank in one round of the network warm-up (the C client's
-#: ``NETWORK_BLOCK``): 256 KiB, more than the 64 KiB that a binomial scatter of 16 KiB sends on one
-#: connection, so that the windows grow past it.
-NETWORK_BLOCK = 262144
 
 
 class LibraryBenchError(ColltuneError, ValueError):
@@ -237,7 +213,7 @@ def run_client(exe: Path, tools: Toolchain, procs: int | None, collectives: Sequ
                warmup: int, iterations: int, min_time: float, testbed: str | None,
                extra_env: dict[str, str], network_warmup: float = 0.0) -> dict[tuple[str, int], Timing]:
     """One run of the client: ``network_warmup`` seconds of exchanges between every pair of ranks
-    first (:data:`NETWORK_WARMUP`), then at least ``iterations`` calls per size, more where they
+    first (:data:`colltune.tune.warmup.NETWORK_WARMUP`), then at least ``iterations`` calls per size, more where they
     take less than ``min_time`` seconds (:data:`MIN_TIME`); its timings by (collective, size).
     Raises with the job's stderr if it fails or misses a line."""
     argv = [str(exe), ",".join(collectives), ",".join(map(str, sizes)), str(warmup), str(iterations),
@@ -386,7 +362,7 @@ def library_bench(table: DecisionTable, table_name: str, tools: Toolchain, procs
     """Time ``collectives`` at ``sizes`` with ``tools``' library, as it comes and with ``table``
     exported, alternating over ``rounds`` rounds (see the module docstring), each size in each run
     for ``iterations`` calls or ``min_time`` seconds, whichever is more (:data:`MIN_TIME`), each run
-    after ``network_warmup`` seconds of traffic between every pair of ranks (:data:`NETWORK_WARMUP`); with
+    after ``network_warmup`` seconds of traffic between every pair of ranks (:data:`colltune.tune.warmup.NETWORK_WARMUP`); with
     ``forced``, each round also forces each of the library's own algorithms in turn
     (:func:`forced_runs`), and ``playoff`` rounds follow for the collectives where one of them beat
     the file by more than :data:`PLAYOFF_OVER` (:func:`_rivals`)."""

@@ -335,7 +335,7 @@ class Tuner:
 
     def _short(self, size: int) -> bool:
         """True if a call of ``native`` at ``size`` takes less than the pricer's ``mean_call``
-        seconds (timers in an MPI job have one, :data:`colltune.tune.measure.MEAN_CALL`): where a
+        seconds (timers in an MPI job have one, :data:`colltune.tune.timing.MEAN_CALL`): where a
         timing prices the median call, and so a loss is noise, not part of the cost."""
         return self.time(choice(NATIVE, {}), size) < getattr(self.pricer, "mean_call", 0.0)
 

@@ -4,10 +4,14 @@
 tuning job calls it with the same arguments; rank 0 alone spawns as many processes as the job has
 (``MPI_Comm_spawn`` of ``python -m mpi4py -m colltune.tune.spawn`` on ``MPI_COMM_SELF``, placed
 by the launcher as it placed the job: one per host on the testbed), which warm their network as
-the tuning job did (``network_warmup`` seconds, :func:`colltune.tune.measure.warm_network`), then
-force each algorithm of the sequence in turn and time it as the tuners do
-(:class:`colltune.tune.measure.LibraryTimer`), then send the times back to rank 0, which shares
-them.  While the spawned job starts and runs, the tuning job's ranks sleep in short steps rather
+the tuning job did (``network_warmup`` seconds, :func:`colltune.tune.timing.warm_network`), then
+force each algorithm of the sequence in turn and time it as the tuning job's
+:class:`colltune.tune.measure.LibraryTimer` does (:func:`colltune.tune.timing.time_forced`), then
+send the times back to rank 0, which shares them.  The tuning job's forcer decides which control
+variables force each algorithm; the spawned job only writes them
+(:class:`colltune.tune.mpit.ControlVariables`), so that it imports mpi4py, numpy and little of
+colltune: 8 processes importing the whole package took 1.7 s on the testbed's 2 cores, against
+0.7 s for mpi4py and numpy (``mpiexec -n 8``, 2026-11-28).  While the spawned job starts and runs, the tuning job's ranks sleep in short steps rather
 than wait in MPI, which would spin on the cores the spawned job needs (the testbed runs 8 ranks on
 2 cores): spawned from the whole job, whose ranks all wait inside ``MPI_Comm_spawn`` until the new
 processes have started, a job took 2.9 s to spawn on the testbed (MPICH, 12 jobs of a tune,
@@ -21,24 +25,37 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mpi4py import MPI
 
-from colltune.models import Unavailable
+from colltune.errors import ColltuneError, Unavailable
 from colltune.runtime.quiet import sleep_until
-from colltune.tune.forcing import forcer_for
-from colltune.tune.measure import TIMING_BUDGET, TIMING_FILL, TUNE_REST, LibraryTimer, warm_network
-from colltune.tune.select import Choice
+from colltune.tune.mpit import ControlVariables
+from colltune.tune.timing import TIMING_BUDGET, TIMING_FILL, TUNE_REST, time_forced, warm_network
+
+if TYPE_CHECKING:
+    from colltune.tune.select import Choice
+
+
+class Forcer(Protocol):
+    """What :class:`FreshJobs` needs of the tuning job's forcer (:mod:`colltune.tune.forcing`)."""
+
+    fresh_communicator: bool
+
+    def forceable(self, collective: str, name: str, params: dict[str, Any]) -> str | None: ...
+
+    def settings(self, collective: str, name: str, params: dict[str, Any]) -> dict[str, int | bool]: ...
 
 
 @dataclass
 class FreshJobs:
-    """Times sequences of ``target``'s algorithms (``mpich`` or ``openmpi``) in jobs spawned from
-    ``comm``, as many processes as ``comm`` has; the timing parameters are :class:`LibraryTimer`'s."""
+    """Times sequences of the library's algorithms, forced as ``forcer`` forces them in the tuning
+    job, in jobs spawned from ``comm``, as many processes as ``comm`` has; the timing parameters are
+    :class:`colltune.tune.measure.LibraryTimer`'s."""
 
     comm: MPI.Comm
-    target: str
+    forcer: Forcer
     reps: int = 10
     warmup: int = 2
     budget: float | None = TIMING_BUDGET
@@ -59,11 +76,16 @@ class FreshJobs:
         me = self.comm.Get_rank()
         result: dict[str, Any] | None = None
         if me == 0:
-            work = {"target": self.target, "collective": collective, "reps": self.reps, "warmup": self.warmup,
-                    "budget": self.budget, "fill": self.fill, "rest": self.rest,
-                    "network_warmup": self.network_warmup,
-                    "sequence": [(size, name, dict(params)) for size, (name, params) in sequence]}
-            result = _run_job(work, self.comm.Get_size())
+            try:
+                runs, unforced = self._runs(collective, sequence)
+            except ColltuneError as exc:
+                result = {"error": f"cannot force {collective} in a fresh job: {exc}"}
+            else:
+                work = {"collective": collective, "fresh_communicator": self.forcer.fresh_communicator,
+                        "reps": self.reps, "warmup": self.warmup, "budget": self.budget, "fill": self.fill,
+                        "rest": self.rest, "network_warmup": self.network_warmup, "runs": runs}
+                result = _run_job(work, self.comm.Get_size())
+                result.get("times", {}).update(dict.fromkeys(unforced, float("inf")))
         sleep_until(self.comm.Ibarrier())
         result = self.comm.bcast(result, root=0)
         if "error" in result:
@@ -72,6 +94,19 @@ class FreshJobs:
         self.warmed.append(int(result["warmed"]))
         self.hosts.append(int(result["hosts"]))
         return {int(size): float(t) for size, t in result["times"].items()}
+
+
+    def _runs(self, collective: str, sequence: Sequence[tuple[int, Choice]]
+              ) -> tuple[list[tuple[int, dict[str, int | bool]]], list[int]]:
+        """The spawned job's runs, in order: each size with the control variables that force its
+        choice there; and the sizes whose choice this job cannot force."""
+        runs, unforced = [], []
+        for size, (name, params) in sequence:
+            if self.forcer.forceable(collective, name, dict(params)):
+                unforced.append(size)
+            else:
+                runs.append((size, self.forcer.settings(collective, name, dict(params))))
+        return runs, unforced
 
 
 def _run_job(work: dict[str, Any], procs: int) -> dict[str, Any]:
@@ -90,23 +125,19 @@ def _run_job(work: dict[str, Any], procs: int) -> dict[str, Any]:
 
 
 def _child(parent: MPI.Intercomm) -> None:
-    """The spawned job: warm the network, time the parent's sequence, send the times and the
-    warm-up's rounds from rank 0."""
+    """The spawned job: warm the network, time the parent's runs (each a size and the control
+    variables that force the choice there), send the times and the warm-up's rounds from rank 0."""
     comm = MPI.COMM_WORLD
     work = parent.bcast(None, root=0)
-    forcer = forcer_for(work["target"], MPI.Get_library_version())
-    timer = LibraryTimer(comm, forcer, work["reps"], work["warmup"], work["budget"], work["fill"],
-                         rest=work["rest"])
+    variables = ControlVariables(work["fresh_communicator"])
     out: dict[int, float] = {}
     warmed = warm_network(comm, work["network_warmup"])
     try:
-        for size, name, params in work["sequence"]:
-            try:
-                out[size] = timer.price(work["collective"], name, comm.Get_size(), size, params)[0]
-            except Unavailable:
-                out[size] = float("inf")
+        for size, settings in work["runs"]:
+            out[size] = time_forced(comm, variables, settings, work["collective"], size, work["reps"], work["warmup"],
+                                    work["budget"], work["fill"], work["rest"]).price
     finally:
-        forcer.close()
+        variables.close()
     hosts = len(set(comm.allgather(MPI.Get_processor_name())))
     if comm.Get_rank() == 0:
         parent.send({"times": out, "warmed": warmed, "hosts": hosts}, dest=0)
