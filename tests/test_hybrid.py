@@ -490,6 +490,20 @@ class LongLines(Lines):
     settle_call: float = 0.0
 
 
+#: a and b cross at 66.67 bytes, 0.35 % apart at 64 bytes and 7.9 % at 128
+STEEP = {"a": (1.0, 0.002), "b": (1.1, 0.0005)}
+
+
+def test_a_long_calls_crossover_is_placed_where_the_lines_through_its_timings_cross() -> None:
+    """Where calls are long, the boundary between the winners at 64 and 128 bytes goes where lines
+    through their prices there cross (b from 67 bytes, as bisecting to the byte finds where calls
+    are short), and nothing between the grid's sizes is timed."""
+    for pricer in (Lines(STEEP), LongLines(STEEP)):
+        rules = Tuner(pricer, "bcast", 4, space=Space(("a", "b")), tolerance=0.01).rules(GRID)
+        assert [(r.algorithm, r.size_min) for r in rules] == [("a", 0), ("b", 67)]
+        assert bool(set(pricer.asked) - set(GRID)) == (type(pricer) is Lines)
+
+
 @settings(max_examples=60)
 @given(st.lists(st.floats(0.1, 10), min_size=4, max_size=4), st.sampled_from([0.0, 0.01, 0.05, 0.2]),
        st.sampled_from([Lines, LongLines]))

@@ -456,13 +456,19 @@ class Tuner:
         winners are interchangeable there (:meth:`_interchangeable`).  Predicted prices then sample
         every candidate on both sides of the crossover, in case a third one wins there; timed ones
         (with a tolerance) keep the two choices, since timing every contender twice more per
-        crossover costs as much as the grid itself and its noise makes crossovers of its own."""
+        crossover costs as much as the grid itself and its noise makes crossovers of its own.  Where
+        a call is long (timed prices, :meth:`_settles` at ``lo``), the boundary is not timed but
+        placed where the two are predicted to cross by lines through their timed prices at ``lo``
+        and ``hi`` (:meth:`_crossing`)."""
         a, b = self.winner(lo), self.winner(hi)
         if a == b or hi - lo <= max(1, int(self.resolution * lo)) or depth > 8:
             return
         if self._interchangeable(a, b, lo, hi):
             return
         left, right = lo, hi
+        crossing = self._crossing(a, b, lo, hi) if self.tolerance and self._settles(lo) else None
+        if crossing is not None:
+            left, right = crossing - 1, crossing
         while right - left > max(1, int(self.resolution * left)):
             mid = (left + right) // 2
             if self._beats(a, b, mid):
@@ -481,6 +487,34 @@ class Tuner:
         if right != hi:
             self.sample(right)
             self._refine(right, hi, depth + 1)
+
+    def _crossing(self, a: Choice, b: Choice, lo: int, hi: int) -> int | None:
+        """The first size above ``lo`` at which ``b`` (the winner at ``hi``) takes over from ``a``
+        (the winner at ``lo``), from lines through their timed prices at the two sizes: where the
+        lines cross between them, the first size past the crossing; ``lo + 1`` where ``b`` is the
+        faster at both (``a`` held ``lo`` within the tolerance); ``hi`` where ``a`` is the faster at
+        ``hi`` (``b`` won it otherwise, as ``native`` does where ``a`` does not lead it enough);
+        None where one of the four prices is not finite (then the crossover is bisected).
+
+        Why lines, not timings, where a call is long: there a call is bound by the network's
+        bandwidth, and its time grows linearly with the size (Hockney's alpha + beta m); and a
+        timing made right after the other algorithm's pays for the change of traffic pattern
+        (:data:`colltune.tune.measure.SETTLE_CALL`), which bisection, timing the two by turns,
+        always does.  On the 8-host testbed under MPICH (2026-11-28, 10:25, the target command of
+        issue #19), bisecting the all-gather's crossovers between 64 and 128 KiB and between 256
+        and 512 KiB took 12 timings and 11 s of the tune's 285 s, and the fresh jobs
+        (:mod:`colltune.tune.fresh`) then gave 128 and 256 KiB back to MPICH's own, which made
+        both boundaries moot; timings at long calls between the grid's sizes took 10-25 s of each
+        tune of the benchmark runs before (lib72, lib75, ompi76)."""
+        prices = [self.time(a, lo), self.time(b, lo), self.time(a, hi), self.time(b, hi)]
+        if not all(math.isfinite(p) for p in prices):
+            return None
+        d_lo, d_hi = prices[0] - prices[1], prices[2] - prices[3]
+        if d_hi <= 0:
+            return hi
+        if d_lo > 0:
+            return lo + 1
+        return min(hi, lo + 1 + math.floor((hi - lo) * -d_lo / (d_hi - d_lo)))
 
     def _tell(self, line: str) -> None:
         """Pass a progress line to :attr:`say`, if there is one."""
