@@ -499,9 +499,14 @@ def test_a_long_calls_crossover_is_placed_where_the_lines_through_its_timings_cr
     through their prices there cross (b from 67 bytes, as bisecting to the byte finds where calls
     are short), and nothing between the grid's sizes is timed."""
     for pricer in (Lines(STEEP), LongLines(STEEP)):
-        rules = Tuner(pricer, "bcast", 4, space=Space(("a", "b")), tolerance=0.01).rules(GRID)
+        heard: list[str] = []
+        rules = Tuner(pricer, "bcast", 4, space=Space(("a", "b")), tolerance=0.01, say=heard.append).rules(GRID)
         assert [(r.algorithm, r.size_min) for r in rules] == [("a", 0), ("b", 67)]
         assert bool(set(pricer.asked) - set(GRID)) == (type(pricer) is Lines)
+        placed = [line for line in heard if "lines through" in line]
+        assert placed == ([] if type(pricer) is Lines else [
+            "bcast at P = 4: b {'x': 1} from 67 B, after a {'x': 1}, where lines through their timings at 64 and "
+            "128 B cross (not timed between)"])
 
 
 @settings(max_examples=60)

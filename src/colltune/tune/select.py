@@ -469,6 +469,8 @@ class Tuner:
         crossing = self._crossing(a, b, lo, hi) if self.tolerance and self._settles(lo) else None
         if crossing is not None:
             left, right = crossing - 1, crossing
+            self._tell(f"{self.collective} at P = {self.procs}: {label(b)} from {crossing} B, after {label(a)}, "
+                       f"where lines through their timings at {lo} and {hi} B cross (not timed between)")
         while right - left > max(1, int(self.resolution * left)):
             mid = (left + right) // 2
             if self._beats(a, b, mid):
