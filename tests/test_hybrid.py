@@ -504,9 +504,9 @@ def test_a_long_calls_crossover_is_placed_where_the_lines_through_its_timings_cr
         assert [(r.algorithm, r.size_min) for r in rules] == [("a", 0), ("b", 67)]
         assert bool(set(pricer.asked) - set(GRID)) == (type(pricer) is Lines)
         placed = [line for line in heard if "lines through" in line]
-        assert placed == ([] if type(pricer) is Lines else [
-            "bcast at P = 4: b {'x': 1} from 67 B, after a {'x': 1}, where lines through their timings at 64 and "
-            "128 B cross (not timed between)"])
+        said = ("bcast at P = 4: b {'x': 1} from 67 B, after a {'x': 1}, where lines through their timings at 64 "
+                "and 128 B cross (not timed between)")
+        assert placed == ([] if type(pricer) is Lines else [said])
 
 
 @settings(max_examples=60)

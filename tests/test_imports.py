@@ -11,8 +11,9 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import colltune
 from helpers import run_bounded
+
+import colltune
 
 PACKAGE = Path(colltune.__file__).parent
 MODULES = sorted(
