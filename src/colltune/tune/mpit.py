@@ -89,35 +89,31 @@ class MpiT:
         finally:
             self.lib.MPI_T_cvar_handle_free(ctypes.byref(handle))
 
-    def read_int(self, name: str) -> int:
-        with self._handle(name) as (handle, _):
-            value = ctypes.c_int()
-            rc = self.lib.MPI_T_cvar_read(handle, ctypes.byref(value))
+    def _read(self, name: str, value: Any, sized: bool = False) -> Any:
+        """Read ``name`` into the ctypes object ``value`` (a string buffer of the variable's count
+        plus one where ``sized``) and return it."""
+        with self._handle(name) as (handle, count):
+            if sized:
+                value = ctypes.create_string_buffer(max(count, 1) + 1)
+            rc = self.lib.MPI_T_cvar_read(handle, value if sized else ctypes.byref(value))
         if rc != _SUCCESS:
             raise ForcingError(f"{name}: MPI_T_cvar_read failed (error {rc})")
-        return value.value
+        return value
+
+    def read_int(self, name: str) -> int:
+        return int(self._read(name, ctypes.c_int()).value)
+
+    def read_bool(self, name: str) -> bool:
+        return bool(self._read(name, ctypes.c_bool()).value)
 
     def read_text(self, name: str) -> str:
-        with self._handle(name) as (handle, count):
-            value = ctypes.create_string_buffer(max(count, 1) + 1)
-            rc = self.lib.MPI_T_cvar_read(handle, value)
-        if rc != _SUCCESS:
-            raise ForcingError(f"{name}: MPI_T_cvar_read failed (error {rc})")
-        return value.value.decode(errors="replace")
+        return str(self._read(name, None, sized=True).value.decode(errors="replace"))
 
     def write_int(self, name: str, value: int) -> None:
         self._write(name, ctypes.c_int(value), value)
 
     def write_bool(self, name: str, value: bool) -> None:
         self._write(name, ctypes.c_bool(value), value)
-
-    def read_bool(self, name: str) -> bool:
-        with self._handle(name) as (handle, _):
-            value = ctypes.c_bool()
-            rc = self.lib.MPI_T_cvar_read(handle, ctypes.byref(value))
-        if rc != _SUCCESS:
-            raise ForcingError(f"{name}: MPI_T_cvar_read failed (error {rc})")
-        return bool(value.value)
 
     def _write(self, name: str, value: Any, shown: object) -> None:
         with self._handle(name) as (handle, _):
@@ -143,19 +139,19 @@ class ControlVariables:
         for name, value in settings.items():
             if name not in self._saved:
                 self._saved[name] = self.mpit.read_bool(name) if isinstance(value, bool) else self.mpit.read_int(name)
-            if isinstance(value, bool):
-                self.mpit.write_bool(name, value)
-            else:
-                self.mpit.write_int(name, value)
+            self._put(name, value)
 
     def restore(self) -> None:
         """Write back every variable's value from before its first write."""
         for name, value in self._saved.items():
-            if isinstance(value, bool):
-                self.mpit.write_bool(name, value)
-            else:
-                self.mpit.write_int(name, value)
+            self._put(name, value)
         self._saved.clear()
+
+    def _put(self, name: str, value: int | bool) -> None:
+        if isinstance(value, bool):
+            self.mpit.write_bool(name, value)
+        else:
+            self.mpit.write_int(name, value)
 
     def close(self) -> None:
         """Restore every variable written and end the MPI_T session."""
