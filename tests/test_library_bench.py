@@ -201,11 +201,14 @@ def test_forced_mode_times_each_of_mpichs_algorithms(table: Path, tmp_path: Path
     assert summary["over_best_forced"]["4096"] == pytest.approx(cells["bcast"].tuned / cells["bcast"].best_forced[1])
 
 
-def test_playoff_rounds_compare_the_file_with_each_forced_algorithm_that_beat_it(
+def test_playoff_rounds_compare_the_file_with_each_forced_algorithm_that_beat_it_and_the_defaults_it_trailed(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The best of many medians is biased low: where a forced algorithm beat the file by more than
     PLAYOFF_OVER, both run again in playoff rounds (their order turning round), and the cell's
-    comparison comes from those rounds alone.  The client is replaced by one with known times."""
+    comparison comes from those rounds alone; where the file was below PLAYOFF_BELOW of the
+    defaults, the defaults run in the playoff too, up to the largest size in doubt, and the cell's
+    verdict (checked_speedup) comes from it, its gain (speedup) from the rounds.  The client is
+    replaced by one with known times."""
     from colltune.profiles.format import Provenance
     from colltune.tune import fixed_table
     from colltune.tune import library_bench as lb
@@ -223,12 +226,15 @@ def test_playoff_rounds_compare_the_file_with_each_forced_algorithm_that_beat_it
         who = "default" if not extra else "file" if path.parent.name.startswith("colltune-libbench-") else \
             labels[int(path.parent.name.split("-")[1])][coll]
         if phase["playoff"]:
-            played.append((coll, who))
-        # seconds at 4 and 64 KiB; the allreduce only differs
+            played.append((coll, who, tuple(sizes)))
+        # seconds at 4 and 64 KiB: the allreduce's file behind recursive doubling and the defaults at
+        # 64 KiB in the rounds, even with them in the playoff; the bcast's file and every forced
+        # algorithm behind the defaults at 4 KiB in the rounds, the file even in the playoff
         times = {"file": (1.0, 1.0 if phase["playoff"] else 1.2),
                  "recursive_doubling": (1.0, 1.02 if phase["playoff"] else 1.0),
                  "reduce_scatter_allgather": (2.0, 2.0), "ring": (1.0, 1.1)}
-        mine = times.get(who, (1.0, 1.0)) if coll == "allreduce" else (1.0, 1.0)
+        mine = times.get(who, (1.0, 1.0)) if coll == "allreduce" else \
+            (1.0 if who == "default" or phase["playoff"] else 1.1, 1.0)
         return {(coll, s): lb.Timing(t, t, t, 3) for s, t in zip(sizes, mine)}
 
     monkeypatch.setattr(lb, "run_client", client)
@@ -238,21 +244,35 @@ def test_playoff_rounds_compare_the_file_with_each_forced_algorithm_that_beat_it
     provenance = Provenance(source="test", date="2026-11-27T00:00:00+00:00", colltune_version="0")
     results = lb.library_bench(table, "t.json", tools, 4, ["bcast", "allreduce"], [4096, 65536], 0, 3, 0.0, 2, None,
                                provenance, progress=progress, forced=True, playoff=2)
-    # only the allreduce, where recursive doubling beat the file by 1.2 at 64 KiB; bcast ties everywhere
-    assert played == [("allreduce", "file"), ("allreduce", "recursive_doubling"),
-                      ("allreduce", "recursive_doubling"), ("allreduce", "file")]
+    # the bcast's file against the defaults at 4 KiB alone; the allreduce's against the defaults and
+    # recursive doubling, which beat it by 1.2 at 64 KiB
+    small, both = (4096,), (4096, 65536)
+    assert played == [("bcast", "file", small), ("bcast", "default", small), ("bcast", "default", small),
+                      ("bcast", "file", small),
+                      ("allreduce", "file", both), ("allreduce", "default", both),
+                      ("allreduce", "recursive_doubling", both), ("allreduce", "recursive_doubling", both),
+                      ("allreduce", "default", both), ("allreduce", "file", both)]
     cells = {(c.collective, c.size): c for c in results.cells}
     big = cells[("allreduce", 65536)]
     assert big.best_forced == ("recursive_doubling", 1.0) and big.tuned == pytest.approx(1.2)
     assert big.playoff_tuned == (1.0, 1.0) and big.playoff_forced == {"recursive_doubling": (1.02, 1.02)}
     assert big.over_best == ("recursive_doubling", pytest.approx(1.0 / 1.02), True)
-    assert all(not c.playoff_tuned and c.over_best[1:] == (1.0, False)
-               for c in results.cells if c.collective == "bcast")
+    assert big.playoff_default == (1.0, 1.0) and big.speedup == pytest.approx(1 / 1.2)
+    assert big.checked_speedup == (pytest.approx(1.0), True)
+    slow = cells[("bcast", 4096)]
+    assert slow.speedup == pytest.approx(1 / 1.1) and slow.checked_speedup == (pytest.approx(1.0), True)
+    assert slow.over_best == (slow.best_forced[0], pytest.approx(1.0), False)  # no forced algorithm beat the file
+    assert cells[("bcast", 65536)].checked_speedup == (1.0, False)  # above the sizes in doubt: no playoff
     assert results.playoff == 2
-    # written and read back; a version 1 file (no playoff) still reads
+    # written and read back; a version 1 file (no playoff) and a version 2 (no defaults in it) still read
     lb.write_library_bench(results, tmp_path / "r.json")
     assert read_library_bench(tmp_path / "r.json") == results
     old = json.loads((tmp_path / "r.json").read_text())
+    old["version"] = 2
+    for cell in old["cells"]:
+        del cell["playoff_default"]
+    (tmp_path / "v2.json").write_text(json.dumps(old))
+    assert read_library_bench(tmp_path / "v2.json").cells[-1].checked_speedup == (pytest.approx(1 / 1.2), False)
     old["version"] = 1
     for key in ("playoff",):
         del old[key]

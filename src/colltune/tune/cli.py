@@ -602,6 +602,9 @@ def print_library_bench(results: LibraryBench, output: str, as_json: bool) -> No
         worst = min(pairs, key=lambda p: p[1])
         summary[coll] = {"geomean": geomean([s for _, s in pairs]), "worst": {"size": worst[0], "speedup": worst[1]},
                          "speedups": {str(size): s for size, s in pairs}}
+        checked = {c.size: c.checked_speedup[0] for c in results.cells if c.collective == coll and c.checked_speedup[1]}
+        if checked:
+            summary[coll]["playoff_speedups"] = {str(size): s for size, s in checked.items()}
         over = {c.size: c.over_best for c in results.cells if c.collective == coll and c.over_best}
         if over:
             summary[coll]["over_best_forced"] = {str(size): ratio for size, (_, ratio, _) in over.items()}
@@ -614,7 +617,7 @@ def print_library_bench(results: LibraryBench, output: str, as_json: bool) -> No
     con = console()
     t = Table(title=f"{results.library} with {results.table} against its defaults, P = {results.procs} "
                     f"(speedup = default / with the file; median of {results.rounds} rounds"
-                    + (f"; *: over the best forced from {results.playoff} playoff rounds" if results.playoff else "")
+                    + (f"; *: from {results.playoff} playoff rounds" if results.playoff else "")
                     + ")")
     forced = any("over_best_forced" in s for s in summary.values())
     for col in ("collective", "geomean", "worst (size)", "speedup by block size (bytes)",
@@ -622,7 +625,9 @@ def print_library_bench(results: LibraryBench, output: str, as_json: bool) -> No
         t.add_column(col, overflow="fold")
     for coll, s in summary.items():
         t.add_row(coll, f"{s['geomean']:.2f}", f"{s['worst']['speedup']:.2f} ({s['worst']['size']})",
-                  " ".join(f"{size}:{v:.2f}" for size, v in s["speedups"].items()),
+                  " ".join(f"{size}:{v:.2f}" + (f"({s['playoff_speedups'][size]:.2f}*)"
+                                                   if size in s.get("playoff_speedups", {}) else "")
+                           for size, v in s["speedups"].items()),
                   *([" ".join(f"{size}:{v:.2f}{'*' if int(size) in s['playoff_sizes'] else ''}"
                               for size, v in s.get("over_best_forced", {}).items())] if forced else []))
     con.print(t)

@@ -36,8 +36,19 @@ collective, the file and each algorithm that beat it so are run again, alternati
 their own, and the cell compares the two on those rounds only (:attr:`Cell.over_best`), which
 the choice of the best did not see.
 
-The results file (format ``colltune-library-bench``, version 2; version 1, without playoffs, is
-still read) keeps times in seconds with their provenance; speedup is default / tuned.
+The same holds for the file against the defaults, cell by cell: a benchmark of some fifty cells
+with a few rounds each finds some cells slow by chance.  On the 8-host testbed (MPICH, seven runs
+of 2026-11-27 and 28, three rounds each), the cells where the file runs what MPICH runs by itself
+read default / with the file with a spread of 2.2-3.4 % from cell to cell, and 1-2 of their 33-45
+cells fell below 0.95 in every run (0.89-0.95).  So where the file is below :data:`PLAYOFF_BELOW` of
+the defaults at some size, the defaults join that collective's playoff, and the cell's verdict
+(:attr:`Cell.checked_speedup`) comes from the playoff rounds; :attr:`Cell.speedup`, over the rounds
+every cell had, stays the gain.  A playoff runs the sizes from the smallest up to the largest in
+doubt, as the rounds did (a size's time can depend on the algorithm of the size before it).
+
+The results file (format ``colltune-library-bench``, version 3; versions 1, without playoffs, and
+2, without the defaults in them, are still read) keeps times in seconds with their provenance;
+speedup is default / tuned.
 """
 
 from __future__ import annotations
@@ -67,7 +78,7 @@ from colltune.tune.forcing import openmpi_forcing_environment
 from colltune.tune.table import DecisionTable, fixed_table
 
 FORMAT = "colltune-library-bench"
-VERSION = 2
+VERSION = 3
 #: The MPI libraries whose own collectives can be benchmarked with and without an exported file.
 LIBRARIES = ("mpich", "openmpi")
 #: The C client's source, shipped with the package.
@@ -259,11 +270,22 @@ class Cell(ParamSet):
     playoff_forced: dict[str, tuple[float, ...]] = Field(
         default_factory=dict, description="each forced algorithm in the playoff (one that beat the file by more "
                                           "than PLAYOFF_OVER at some size): its figure in each playoff round")
+    playoff_default: tuple[float, ...] = Field(
+        (), description="the defaults' figure in each playoff round (where the file was below PLAYOFF_BELOW of them "
+                        "at some size), seconds")
 
     @property
     def speedup(self) -> float:
-        """default / tuned: above 1 where the exported file is faster."""
+        """default / tuned over the rounds: above 1 where the exported file is faster."""
         return self.default / self.tuned
+
+    @property
+    def checked_speedup(self) -> tuple[float, bool]:
+        """default / tuned from the playoff rounds where the defaults ran in them (the medians of
+        those rounds), else :attr:`speedup`; and whether it comes from the playoff."""
+        if self.playoff_default and self.playoff_tuned:
+            return statistics.median(self.playoff_default) / statistics.median(self.playoff_tuned), True
+        return self.speedup, False
 
     @property
     def best_forced(self) -> tuple[str, float] | None:
@@ -291,7 +313,7 @@ class LibraryBench(ParamSet):
     """A ``colltune bench --library`` run: the cells and where they come from."""
 
     format: Literal["colltune-library-bench"] = FORMAT
-    version: Literal[2] = VERSION
+    version: Literal[3] = VERSION
     provenance: Provenance
     library: Literal["mpich", "openmpi"]
     table: str = Field(description="the decision table exported")
@@ -365,7 +387,8 @@ def library_bench(table: DecisionTable, table_name: str, tools: Toolchain, procs
     after ``network_warmup`` seconds of traffic between every pair of ranks (:data:`colltune.tune.warmup.NETWORK_WARMUP`); with
     ``forced``, each round also forces each of the library's own algorithms in turn
     (:func:`forced_runs`), and ``playoff`` rounds follow for the collectives where one of them beat
-    the file by more than :data:`PLAYOFF_OVER` (:func:`_rivals`)."""
+    the file by more than :data:`PLAYOFF_OVER` (:func:`_rivals`) or the file was below
+    :data:`PLAYOFF_BELOW` of the defaults (:func:`_doubted`), at the sizes up to the largest in doubt."""
     if rounds < 1 or iterations < 1 or warmup < 0 or not min_time >= 0 or not network_warmup >= 0:
         raise LibraryBenchError("rounds and iterations must be at least 1, warm-up, the minimum time and the "
                                 "network's warm-up at least 0")
@@ -384,7 +407,7 @@ def library_bench(table: DecisionTable, table_name: str, tools: Toolchain, procs
     runs: dict[str, list[dict[tuple[str, int], Timing]]] = {"default": [{} for _ in range(rounds)],
                                                             "tuned": [{} for _ in range(rounds)]}
     #: (collective, size) -> forced label -> each round's figure; the same for the playoff rounds,
-    #: with the file's figures under None
+    #: with the file's figures under None and the defaults' under DEFAULTS
     own: dict[tuple[str, int], dict[str, list[float]]] = {}
     extra_rounds: dict[tuple[str, int], dict[str | None, list[float]]] = {}
     with tempfile.TemporaryDirectory(prefix="colltune-libbench-") as tmp:
@@ -396,9 +419,9 @@ def library_bench(table: DecisionTable, table_name: str, tools: Toolchain, procs
             force_env.append(openmpi_forcing_environment(choices) if tools.library == "openmpi" else
                              exported(fixed_table(choices, "colltune bench --forced", library=tools.library),
                                       tools.library, where)[0])
-        def client(coll: str, extra: dict[str, str]) -> dict[tuple[str, int], Timing]:
-            return run_client(exe, tools, procs, [coll], sizes, warmup, iterations, min_time, testbed, extra,
-                              network_warmup)
+        def client(coll: str, extra: dict[str, str], upto: int | None = None) -> dict[tuple[str, int], Timing]:
+            return run_client(exe, tools, procs, [coll], [s for s in sizes if upto is None or s <= upto], warmup,
+                              iterations, min_time, testbed, extra, network_warmup)
 
         for r in range(rounds):
             for coll in collectives:
@@ -416,15 +439,19 @@ def library_bench(table: DecisionTable, table_name: str, tools: Toolchain, procs
                         own.setdefault(key, {}).setdefault(label, []).append(timing.slowest)
         for coll in collectives if playoff else ():
             envs = {forced_label(*choices[coll]): extra for choices, extra in zip(force, force_env) if coll in choices}
+            rivals, below = _rivals(coll, runs, own), _doubted(coll, runs)
             lineup: list[tuple[str | None, dict[str, str]]] = [(None, env)]
-            lineup += [(label, envs[label]) for label in _rivals(coll, runs, own)]
+            lineup += [(DEFAULTS, {})] if below else []
+            lineup += [(label, envs[label]) for label in rivals]
             if len(lineup) == 1:
                 continue
+            upto = max(below + [size for label in rivals for size in rivals[label]])
             for r in range(playoff):  # the order turns round every round
                 for label, extra in lineup if r % 2 == 0 else lineup[::-1]:
-                    progress(f"playoff {r + 1}/{playoff}: {coll}: "
-                             f"{'with the exported file' if label is None else f'forced {label}'}")
-                    for key, timing in client(coll, extra).items():
+                    what = {None: "with the exported file", DEFAULTS: f"{tools.library} defaults"}.get(
+                        label, f"forced {label}")
+                    progress(f"playoff {r + 1}/{playoff}: {coll} up to {upto} B: {what}")
+                    for key, timing in client(coll, extra, upto).items():
                         extra_rounds.setdefault(key, {}).setdefault(label, []).append(timing.slowest)
     cells = []
     for key in runs["default"][0]:
@@ -437,8 +464,9 @@ def library_bench(table: DecisionTable, table_name: str, tools: Toolchain, procs
                           default_rounds=d, tuned_rounds=t, iterations=runs["default"][0][key].iterations,
                           forced={label: statistics.median(v) for label, v in mine.items()},
                           forced_rounds={label: tuple(v) for label, v in mine.items()},
-                          playoff_tuned=tuple(then.get(None, ())),
-                          playoff_forced={label: tuple(v) for label, v in then.items() if label is not None}))
+                          playoff_tuned=tuple(then.get(None, ())), playoff_default=tuple(then.get(DEFAULTS, ())),
+                          playoff_forced={label: tuple(v) for label, v in then.items()
+                                          if label not in (None, DEFAULTS)}))
     return LibraryBench(provenance=provenance, library=tools.library, table=table_name, procs=ranks,
                         testbed=testbed, warmup=warmup, min_time=min_time, network_warmup=network_warmup,
                         rounds=rounds, playoff=playoff,
@@ -469,21 +497,38 @@ def _in_the_race(collective: str, label: str, runs: dict[str, list[dict[tuple[st
 #: The file behind the best forced algorithm by more than this factor at a size ([decide]'s target:
 #: within 5 % of the best of the library's own algorithms) puts that algorithm in the playoff.
 PLAYOFF_OVER = 1.05
+#: The file below the defaults by more than this factor at a size (default / with the file;
+#: [decide]'s target: never slower than 0.95x) puts the defaults in the playoff.
+PLAYOFF_BELOW = 0.95
+#: The defaults' key among the playoff's forced labels (no algorithm's label has parentheses).
+DEFAULTS = "(defaults)"
+
+
+def _median(runs: list[dict[tuple[str, int], Timing]], key: tuple[str, int]) -> float:
+    return statistics.median(run[key].slowest for run in runs)
 
 
 def _rivals(collective: str, runs: dict[str, list[dict[tuple[str, int], Timing]]],
-            own: dict[tuple[str, int], dict[str, list[float]]]) -> list[str]:
+            own: dict[tuple[str, int], dict[str, list[float]]]) -> dict[str, list[int]]:
     """The forced algorithms of ``collective`` that were the best forced one at some size and beat
-    the file there by more than :data:`PLAYOFF_OVER` (medians over the rounds), in label order."""
-    found = set()
-    for key, times in own.items():
+    the file there by more than :data:`PLAYOFF_OVER` (medians over the rounds), in label order,
+    each with those sizes (bytes)."""
+    found: dict[str, list[int]] = {}
+    for key, times in sorted(own.items()):
         if key[0] != collective or not times:
             continue
         medians = {label: statistics.median(v) for label, v in times.items()}
         label = min(medians, key=medians.__getitem__)
-        if statistics.median(run[key].slowest for run in runs["tuned"]) > PLAYOFF_OVER * medians[label]:
-            found.add(label)
-    return sorted(found)
+        if _median(runs["tuned"], key) > PLAYOFF_OVER * medians[label]:
+            found.setdefault(label, []).append(key[1])
+    return dict(sorted(found.items()))
+
+
+def _doubted(collective: str, runs: dict[str, list[dict[tuple[str, int], Timing]]]) -> list[int]:
+    """The sizes (bytes) of ``collective`` where default / with the file was below
+    :data:`PLAYOFF_BELOW` (medians over the rounds), ascending."""
+    return sorted(key[1] for key in runs["default"][0] if key[0] == collective and
+                  _median(runs["default"], key) < PLAYOFF_BELOW * _median(runs["tuned"], key))
 
 
 def _catalogued() -> list[str]:
@@ -507,6 +552,6 @@ def write_library_bench(results: LibraryBench, path: str | os.PathLike[str]) -> 
 def read_library_bench(path: str | os.PathLike[str]) -> LibraryBench:
     """Read a results file; a bad one raises :class:`LibraryBenchError` naming the file and field."""
     data = read_json(path, "library benchmark results", LibraryBenchError)
-    if isinstance(data, dict) and data.get("format") == FORMAT and data.get("version") == 1:
-        data = {**data, "version": VERSION}  # version 1 is version 2 without playoff rounds
+    if isinstance(data, dict) and data.get("format") == FORMAT and data.get("version") in (1, 2):
+        data = {**data, "version": VERSION}  # version 1 is 3 without playoff rounds, 2 without the defaults in them
     return parse_record(LibraryBench, data, str(path), FORMAT, VERSION, LibraryBenchError)
