@@ -28,7 +28,9 @@ model that puts an algorithm far behind cannot keep it out of the race at every 
 
 A short call timed more than :data:`STALL_JUMP` times the same candidate's time at the previous
 sampled size is timed once more, and the faster timing counts: a stall spoils one timing, and a
-challenger is otherwise timed once per size.
+challenger is otherwise timed once per size.  So is a long call timed more than
+:data:`LONG_JUMP` times what its time at the previous sampled size would be if it grew with the
+size.
 
 The margin is the guard against the model's error: a candidate is pruned only if it would have to
 be mispredicted by more than the margin, relative to the best one, to win.  Its default,
@@ -85,6 +87,20 @@ SHARE_POLL = 0.0005
 #: between two sizes, which a second timing then confirms (Open MPI's segmented ring allreduce
 #: takes 6-13 times longer at 8 KiB than at 4 KiB, every time).
 STALL_JUMP = 4.0
+#: A timing of a long call (the timer's ``settle_call`` or more) more than this many times the same
+#: candidate's time at the previous sampled size scaled by the ratio of the sizes is timed once
+#: more, right after, and the faster of the two counts.  A long call sends mostly bytes, so
+#: doubling the size about doubles it, and a timing that more than doubles it again needs a
+#: second look; :data:`STALL_JUMP`'s four would let a long call's timing be twice what it should.
+#: On the 8-host testbed under MPICH (2026-11-28, 06:29 and 11:04), MPICH's scattered all-to-all
+#: was timed at 238 and 254 ms at 256 KiB after 92 and 89 ms at 128 KiB, while the C client read
+#: it at 176-188 ms forced at every size; the tuner never contested 256 KiB (it keeps only
+#: challengers timed near the rule's choice, 196 ms) and the client found the file 1.06 times
+#: slower than the scattered one there.  In the six tuning jobs of those days, two or three
+#: timings a job crossed this line: Bruck's all-gather at 256 KiB (2.6-4.8 times its time at
+#: 128 KiB), the recursive-doubling one at 512 KiB (2.8-3.1), the scattered all-to-all at 128 or
+#: 256 KiB (2.6-2.9) and MPICH's pairwise one at 512 KiB (2.5): about a second of timing a job.
+LONG_JUMP = 1.25
 
 
 @dataclass
@@ -116,6 +132,9 @@ class HybridPricer:
     #: How many times its time at the previous sampled size a short call's timing may be before it
     #: is timed again (:data:`STALL_JUMP`).
     jump: float = STALL_JUMP
+    #: How many times its time at the previous sampled size, scaled by the sizes, a long call's
+    #: timing may be before it is timed again (:data:`LONG_JUMP`).
+    long_jump: float = LONG_JUMP
     timed: int = 0
     pruned: int = 0
     unforceable: int = 0
@@ -214,7 +233,8 @@ class HybridPricer:
         """Time the candidate if it is a contender (:meth:`contender`); a short call (below
         :attr:`settle_call`) timed more than :attr:`jump` times its time at the previous sampled
         size, if that is not 0 bytes, is timed once more, and the faster of the two counts
-        (:data:`STALL_JUMP`)."""
+        (:data:`STALL_JUMP`); so is a longer call timed more than :attr:`long_jump` times that
+        time scaled by the ratio of the sizes (:data:`LONG_JUMP`)."""
         verdict = self.contender(collective, algorithm, procs, size, params) if self.leader else None
         if self.share is not None:
             verdict = self.share(verdict)
@@ -225,7 +245,9 @@ class HybridPricer:
         t, used = self._time(collective, algorithm, procs, size, params)
         below, times = self._before(collective, procs, size)
         before = times.get(choice(algorithm, params))
-        if below > 0 and before is not None and self.jump * before < t < self.settle_call:  # 0 bytes: no traffic
+        if below > 0 and before is not None and (  # 0 bytes: no traffic
+                self.jump * before < t < self.settle_call or
+                self.settle_call <= t and self.long_jump * before * size / below < t):
             t = min(t, self._time(collective, algorithm, procs, size, params)[0])
         self._measured.setdefault((collective, procs, size), {})[choice(algorithm, params)] = t
         return t, used
