@@ -7,7 +7,6 @@ tested in tests/test_targets.py; here the predictor and the timer are stand-ins 
 from __future__ import annotations
 
 import contextlib
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -691,37 +690,6 @@ def test_cheap_calls_are_repeated_to_fill_the_timing_and_a_budget_still_cuts():
     assert reps(fill=1.0, fill_factor=50) == 300
     assert reps(fill=1.0, fill_factor=1) == 6
     assert reps(budget=1e-12, fill=1.0) == MIN_REPS
-
-
-def test_a_timing_with_warm_makes_warm_up_calls_for_that_long_but_at_most_warm_factor_times_as_many():
-    """``warm`` (seconds) raises a timing's warm-up calls to what fills it, as measured by the first
-    call, up to WARM_FACTOR times the warm-up asked for: a call after another algorithm's runs slow
-    for several calls (:data:`colltune.tune.timing.TIMING_WARM`).  A call as long as ``warm``, a
-    timing without ``fill`` or ``budget`` (nothing measures the first call) and ``warm`` 0 keep the
-    warm-up asked for."""
-    import time
-
-    from mpi4py import MPI
-
-    from colltune.tune.timing import WARM_FACTOR, time_calls
-
-    def warmups(seconds: float, **kw: Any) -> tuple[int, float]:
-        took: list[float] = []
-
-        def call() -> None:
-            t0 = time.perf_counter()
-            time.sleep(seconds)
-            took.append(time.perf_counter() - t0)
-
-        t = time_calls(MPI.COMM_SELF, call, 3, 2, **kw)
-        return len(took) - t.reps, took[0]
-
-    made, first = warmups(0.01, fill=1e-9, warm=0.045)
-    assert 2 < made <= WARM_FACTOR * 2 and abs(made - math.ceil(0.045 / first)) <= 1, (made, first)
-    assert warmups(0.0, fill=1e-9, warm=0.045)[0] == WARM_FACTOR * 2
-    assert warmups(0.0, budget=10.0, warm=0.045)[0] == WARM_FACTOR * 2
-    assert warmups(0.05, fill=1e-9, warm=0.045)[0] == 2
-    assert warmups(0.0, warm=0.045)[0] == warmups(0.0, fill=1e-9)[0] == 2
 
 
 def test_a_timing_with_rest_sleeps_that_long_before_its_first_call_and_times_the_same_calls():

@@ -31,7 +31,6 @@ from colltune.tune.timing import (
     MEAN_CALL,
     TIMING_BUDGET,
     TIMING_FILL,
-    TIMING_WARM,
     TUNE_REST,
     Timing,
     buffers,
@@ -65,17 +64,17 @@ REST = 0.05
 
 def time_collective(comm: MPI.Comm, collective: str, algorithm: str, size: int, params: dict[str, Any],
                     reps: int, warmup: int, budget: float | None = None, fill: float = 0.0,
-                    rest: float = 0.0, fill_factor: int = FILL_FACTOR, warm: float = 0.0) -> Timing:
+                    rest: float = 0.0, fill_factor: int = FILL_FACTOR) -> Timing:
     """Time one collective call of colltune's ``algorithm`` with ``params`` (``native``: the
     library's own) on blocks of ``size`` bytes (collective: every rank of ``comm`` calls it with the
     same arguments): a plan built once, timed by :func:`colltune.tune.timing.time_calls` with
     ``reps``, ``warmup``, ``budget``, ``fill`` (seconds), ``rest`` (seconds, once the plan is built:
-    :data:`REST`), ``fill_factor`` and ``warm`` (seconds)."""
+    :data:`REST`) and ``fill_factor``."""
     procs, me = comm.Get_size(), comm.Get_rank()
     op = "sum" if get_collective(collective).reduces else None
     with plan(collective, *buffers(collective, procs, me, size), comm=comm, algorithm=algorithm, op=op,
               **params) as p:
-        return time_calls(comm, p.run, reps, warmup, budget, fill, rest, fill_factor, warm)
+        return time_calls(comm, p.run, reps, warmup, budget, fill, rest, fill_factor)
 
 
 def network_warmup(comm: MPI.Comm) -> float:
@@ -104,8 +103,6 @@ class MeasurePricer:
     warmup: int = 2
     budget: float | None = TIMING_BUDGET
     fill: float = TIMING_FILL
-    #: Seconds of warm-up calls each timing makes at least (:data:`colltune.tune.timing.TIMING_WARM`).
-    warm: float = TIMING_WARM
     #: Seconds per call from which the tuner settles its confirming timings (:data:`SETTLE_CALL`).
     settle_call: float = SETTLE_CALL
     #: Seconds per call from which a timing prices the mean call, below which the tuner confirms a
@@ -119,7 +116,7 @@ class MeasurePricer:
         _at_job_size(self.comm, procs)
         try:
             t = time_collective(self.comm, collective, algorithm, size, params, self.reps, self.warmup, self.budget,
-                                self.fill, self.rest, warm=self.warm)
+                                self.fill, self.rest)
         except ParameterError as exc:
             raise Unavailable(str(exc)) from None
         return t.price, dict(params)
@@ -139,8 +136,6 @@ class LibraryTimer:
     warmup: int = 2
     budget: float | None = TIMING_BUDGET
     fill: float = TIMING_FILL
-    #: Seconds of warm-up calls each timing makes at least (:data:`colltune.tune.timing.TIMING_WARM`).
-    warm: float = TIMING_WARM
     #: Seconds per call from which the tuner settles its confirming timings (:data:`SETTLE_CALL`).
     settle_call: float = SETTLE_CALL
     #: Seconds per call from which a timing prices the mean call, below which the tuner confirms a
@@ -157,7 +152,7 @@ class LibraryTimer:
             raise Unavailable(why)
         settings = self.forcer.settings(collective, algorithm, params)
         t = time_forced(self.comm, self.forcer, settings, collective, size, self.reps, self.warmup, self.budget,
-                        self.fill, self.rest, self.warm)
+                        self.fill, self.rest)
         return t.price, dict(params)
 
 

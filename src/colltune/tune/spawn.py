@@ -32,7 +32,7 @@ from mpi4py import MPI
 from colltune.errors import ColltuneError, Unavailable
 from colltune.runtime.quiet import sleep_until
 from colltune.tune.mpit import ControlVariables
-from colltune.tune.timing import TIMING_BUDGET, TIMING_FILL, TIMING_WARM, TUNE_REST, time_forced, warm_network
+from colltune.tune.timing import TIMING_BUDGET, TIMING_FILL, TUNE_REST, time_forced, warm_network
 
 if TYPE_CHECKING:
     from colltune.tune.select import Choice
@@ -60,7 +60,6 @@ class FreshJobs:
     warmup: int = 2
     budget: float | None = TIMING_BUDGET
     fill: float = TIMING_FILL
-    warm: float = TIMING_WARM
     rest: float = TUNE_REST
     #: Seconds each spawned job exchanges blocks between every pair of ranks before its first timing.
     network_warmup: float = 0.0
@@ -83,7 +82,7 @@ class FreshJobs:
                 result = {"error": f"cannot force {collective} in a fresh job: {exc}"}
             else:
                 work = {"collective": collective, "fresh_communicator": self.forcer.fresh_communicator,
-                        "reps": self.reps, "warmup": self.warmup, "budget": self.budget, "fill": self.fill, "warm": self.warm,
+                        "reps": self.reps, "warmup": self.warmup, "budget": self.budget, "fill": self.fill,
                         "rest": self.rest, "network_warmup": self.network_warmup, "runs": runs}
                 result = _run_job(work, self.comm.Get_size())
                 result.get("times", {}).update(dict.fromkeys(unforced, float("inf")))
@@ -135,7 +134,7 @@ def _child(parent: MPI.Intercomm) -> None:
     try:
         for size, settings in work["runs"]:
             out[size] = time_forced(comm, variables, settings, work["collective"], size, work["reps"], work["warmup"],
-                                    work["budget"], work["fill"], work["rest"], work["warm"]).price
+                                    work["budget"], work["fill"], work["rest"]).price
     finally:
         variables.close()
     hosts = len(set(comm.allgather(MPI.Get_processor_name())))

@@ -21,7 +21,6 @@ whole package on the testbed's 2 cores took 1.7 s against 0.7 s for mpi4py and n
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -64,19 +63,6 @@ TIMING_BUDGET = 1.0
 #: few milliseconds cost little beside a timing's fixed cost (plan, barriers, warm-up).
 TIMING_FILL = 0.1
 FILL_FACTOR = 4
-#: Seconds of warm-up calls the tuners' timings make at least, by repeating a call up to
-#: :data:`WARM_FACTOR` times the requested warm-up calls.  After another algorithm's calls, a
-#: call of a few milliseconds runs slower for several calls: on the 8-host testbed under MPICH
-#: (2026-11-28, 04:47, ``benchmarks/call_regimes.py --collective allreduce --size 32KiB``, fresh
-#: jobs), MPICH's own allreduce took 7-9 ms for its first 5-12 calls after the ring or the network
-#: warm-up, then 6-7, and the ring's first call or two after MPICH's own took 10-14 ms in three of
-#: six rounds; a timing of two warm-up calls and about 14 timed ones spent half its calls there.
-#: The ring then read 3.54 ms at 16 KiB in the tuning job against 3.25 for the reduce-scatter
-#: with all-gather, and 2.9 against 3.1-3.4 ms in every round of the C client (13:05).  Where a
-#: call takes 30 ms or more the tuners time it twice in a row instead
-#: (:data:`colltune.tune.measure.SETTLE_CALL`).
-TIMING_WARM = 0.05
-WARM_FACTOR = 8
 #: Seconds every rank sleeps before each of the tuners' timings: the shortest
 #: :data:`colltune.tune.measure.REST` that cleared the slow cases it describes (10 ms), since the
 #: hybrid tuner makes about 1200 timings within the five minutes of issue #19.  In one MPICH job on
@@ -109,7 +95,7 @@ class Timing:
 
 
 def time_calls(comm: MPI.Comm, call: Callable[[], Any], reps: int, warmup: int, budget: float | None = None,
-               fill: float = 0.0, rest: float = 0.0, fill_factor: int = FILL_FACTOR, warm: float = 0.0) -> Timing:
+               fill: float = 0.0, rest: float = 0.0, fill_factor: int = FILL_FACTOR) -> Timing:
     """Time ``call``, a collective call on ``comm`` (every rank of ``comm`` calls this with the same
     arguments).
 
@@ -117,18 +103,14 @@ def time_calls(comm: MPI.Comm, call: Callable[[], Any], reps: int, warmup: int, 
     ``budget``, the other warm-up calls are skipped if they would take more than a tenth of the
     budget, and the repetitions are cut to what fits in the budget, but not below
     :data:`MIN_REPS`; with ``fill`` they are first raised to what fills ``fill``, but not above
-    ``fill_factor`` times ``reps``.  With ``warm`` (seconds) as well, the warm-up calls are raised
-    to what fills ``warm``, but not above :data:`WARM_FACTOR` times ``warmup``.  With ``rest``
-    (seconds), every rank sleeps that long between two barriers before the first warm-up call.
-    Every rank makes the same calls: the counts follow from the slowest rank's first call."""
+    ``fill_factor`` times ``reps``.  With ``rest`` (seconds), every rank sleeps that long between
+    two barriers before the first warm-up call."""
     if rest > 0:
         comm.Barrier()
         time.sleep(rest)
         comm.Barrier()
-    calls, i = warmup, 0
-    while i < calls:
-        i += 1
-        if (budget is None and fill <= 0) or i > 1:
+    for i in range(warmup):
+        if (budget is None and fill <= 0) or i > 0:
             call()
             continue
         comm.Barrier()
@@ -136,7 +118,6 @@ def time_calls(comm: MPI.Comm, call: Callable[[], Any], reps: int, warmup: int, 
         call()
         first = max(comm.allreduce(MPI.Wtime() - t0, op=MPI.MAX), 1e-9)
         reps = max(reps, min(fill_factor * reps, int(fill / first)))
-        calls = max(warmup, min(WARM_FACTOR * warmup, math.ceil(warm / first)))
         if budget is not None:
             reps = min(reps, max(MIN_REPS, int(budget / first)))
             if first * warmup > budget / 10:
@@ -199,8 +180,8 @@ class Forcing(Protocol):
     def restore(self) -> None: ...
 
 
-def time_forced(comm: MPI.Comm, forcing: Forcing, settings: dict[str, int | bool], collective: str, size: int,
-                reps: int, warmup: int, budget: float | None, fill: float, rest: float, warm: float = 0.0) -> Timing:
+def time_forced(comm: MPI.Comm, forcing: Forcing, settings: dict[str, int | bool], collective: str, size: int, reps: int, warmup: int, budget: float | None, fill: float,
+                rest: float) -> Timing:
     """Time the library's own ``collective`` (:func:`library_call`, :func:`time_calls`) with the
     control variables ``settings`` written through ``forcing``, on a duplicate of ``comm`` made after
     writing them where the library reads them when a communicator is created
@@ -211,7 +192,7 @@ def time_forced(comm: MPI.Comm, forcing: Forcing, settings: dict[str, int | bool
     try:
         on = comm.Dup() if forcing.fresh_communicator else comm
         try:
-            return time_calls(on, library_call(on, collective, size), reps, warmup, budget, fill, rest, warm=warm)
+            return time_calls(on, library_call(on, collective, size), reps, warmup, budget, fill, rest)
         finally:
             if on is not comm:
                 on.Free()
@@ -239,4 +220,4 @@ def warm_network(comm: MPI.Comm, seconds: float) -> int:
     return rounds
 
 
-__all__ = ["FILL_FACTOR", "MEAN_CALL", "MIN_REPS", "TIMING_BUDGET", "TIMING_FILL", "TIMING_WARM", "TUNE_REST", "WARM_FACTOR", "Forcing", "Timing", "buffers", "library_call", "time_calls", "time_forced", "warm_network"]
+__all__ = ["FILL_FACTOR", "MEAN_CALL", "MIN_REPS", "TIMING_BUDGET", "TIMING_FILL", "TUNE_REST", "Forcing", "Timing", "buffers", "library_call", "time_calls", "time_forced", "warm_network"]
