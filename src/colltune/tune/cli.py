@@ -450,7 +450,9 @@ def _print_tune(table: DecisionTable, output: str, files: dict[str, str | None],
                    "exported choice with the best of them.")
 @click.option("--playoff", default=0, show_default=True, type=click.IntRange(min=0),
               help="--library --forced: rounds more, of the file against each forced algorithm that beat it by more "
-                   "than 5 % at some size, which then compare the two (the best of many is biased low).")
+                   "than 5 % at some size and against the defaults where it was below 0.95 of them at some size, "
+                   "which then compare the two (the best of many is biased low; of many sizes some look slow by "
+                   "chance).")
 @click.option("--mpicc", type=click.Path(dir_okay=False), help="--library: the library's compiler wrapper.")
 @click.option("--mpiexec", "launcher", type=click.Path(dir_okay=False), help="--library: the library's launcher.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
@@ -594,8 +596,9 @@ def bench_library(library: str, table_spec: str, collectives: list[str], sizes: 
 
 
 def print_library_bench(results: LibraryBench, output: str, as_json: bool) -> None:
-    """Per collective: the speedup (default / with the file) at every size, its geometric mean and
-    the worst size."""
+    """Per collective: the speedup (default / with the file) at every size (beside it, that of the
+    playoff rounds where the defaults ran in them), its geometric mean and the worst size, over the
+    rounds; with forced runs, the file over the best forced algorithm at every size."""
     summary = {}
     for coll in results.collectives():
         pairs = results.speedups(coll)
