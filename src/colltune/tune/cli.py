@@ -605,9 +605,10 @@ def print_library_bench(results: LibraryBench, output: str, as_json: bool) -> No
         worst = min(pairs, key=lambda p: p[1])
         summary[coll] = {"geomean": geomean([s for _, s in pairs]), "worst": {"size": worst[0], "speedup": worst[1]},
                          "speedups": {str(size): s for size, s in pairs}}
-        checked = {c.size: c.checked_speedup[0] for c in results.cells if c.collective == coll and c.checked_speedup[1]}
-        if checked:
-            summary[coll]["playoff_speedups"] = {str(size): s for size, s in checked.items()}
+        played = {str(c.size): s for c in results.cells if c.collective == coll
+                  for s, from_playoff in [c.checked_speedup] if from_playoff}
+        if played:
+            summary[coll]["playoff_speedups"] = played
         over = {c.size: c.over_best for c in results.cells if c.collective == coll and c.over_best}
         if over:
             summary[coll]["over_best_forced"] = {str(size): ratio for size, (_, ratio, _) in over.items()}
