@@ -18,7 +18,7 @@ from colltune.models import Unavailable
 from colltune.profiles.format import Provenance
 from colltune.tune import NATIVE, Tuner, build_table
 from colltune.tune.hybrid import HybridPricer
-from colltune.tune.select import SURE_LEAD
+from colltune.tune.select import NEAR_TIE, SURE_LEAD
 
 
 @dataclass
@@ -235,6 +235,26 @@ def test_a_short_call_close_after_one_pair_is_timed_once_more() -> None:
     q = queues(0.97)
     short_winner(q)
     assert q[(NATIVE, 0)] == [0.97] and q[("a", 1)] == [0.9], "the second pair was not timed"
+
+
+def test_a_short_call_times_again_every_candidate_near_the_fastest_and_the_faster_timing_counts() -> None:
+    """Short calls: a, 20 % behind native in the sample (within NEAR_TIE), is timed once more, and
+    its faster timing (20 % ahead) wins, confirmed by the fastest of each; native, near too, is
+    timed again as well.  a beyond NEAR_TIE behind is not timed again, nor anything where calls are
+    not short (no mean_call).  The sample keeps the faster timings, fastest first."""
+    def queues(a_first: float) -> dict[tuple[str, int], list[float]]:
+        return {(NATIVE, 0): [1.0, 1.0, 1.0], ("a", 1): [a_first, 0.8, 0.8], ("a", 2): [99.0]}
+
+    q = queues(1.2)
+    t = Tuner(ShortNoisy(q), "bcast", 4, space=Space(("a",)), tolerance=0.05)
+    assert t.winner(64) == ("a", (("x", 1),))
+    assert [(c.algorithm, c.time) for c in t.samples[64].candidates] == [("a", 0.8), (NATIVE, 1.0)]
+    q = queues(NEAR_TIE * 1.01)
+    assert short_winner(q) == NATIVE
+    assert q[("a", 1)] == [0.8, 0.8], "a candidate beyond NEAR_TIE of the fastest was timed again"
+    q = queues(1.2)
+    assert tuner(q, 0.05).winner(64) == (NATIVE, ())
+    assert q[("a", 1)] == [0.8, 0.8] and q[(NATIVE, 0)] == [1.0, 1.0], "a call that is not short was looked at twice"
 
 
 @dataclass
@@ -579,6 +599,26 @@ def test_a_rule_leading_native_by_more_than_the_tolerance_goes_on_without_confir
     assert len(t.pricer.calls) == sampled, "a held choice was timed again"
     alone = Tuner(Later(prices, later=later), "bcast", 4, space=Space(("a", "b")), tolerance=0.05)
     assert alone.winner(64) == (NATIVE, ())
+
+
+@dataclass
+class ShortLater(Later):
+    """:class:`Later` as a timer in an MPI job gives them, with a ``mean_call`` (seconds) above
+    every price: each call is short."""
+
+    mean_call: float = 1e3
+
+
+def test_a_rule_goes_on_through_a_short_call_only_ahead_of_natives_faster_timing() -> None:
+    """Short calls: a wins at 32 bytes by 10 % and leads native at 64 bytes by 4 % in the sample;
+    native and a are both timed again there.  Where native's second timing is 25 % faster, a's rule
+    ends and native takes 64 bytes; where it is the same, a goes on."""
+    for native_again, at_64 in ((1.5, NATIVE), (2.0, "a")):
+        t = Tuner(ShortLater(island(2 / 1.04), later={(NATIVE, 0, 64): native_again}), "bcast", 4,
+                  space=Space(("a", "b")), tolerance=0.05)
+        assert t.winner(32)[0] == "a"
+        assert t.winner(64)[0] == at_64, native_again
+        assert t.pricer.calls.count((NATIVE, 0, 64)) == 2 and t.pricer.calls.count(("a", 1, 64)) == 2
 
 
 @dataclass
