@@ -24,6 +24,7 @@ can be forced; :meth:`MpichForcer.forceable` says so for the others.
 from __future__ import annotations
 
 import re
+from abc import ABC, abstractmethod
 from typing import Any
 
 from colltune.tune.mpit import ControlVariables, ForcingError
@@ -57,7 +58,7 @@ def enum_values(description: str) -> dict[str, int]:
     return {n: i for i, n in enumerate(names)}
 
 
-class _Forcer(ControlVariables):
+class _Forcer(ControlVariables, ABC):
     """What both forcers share: the check that the job runs the library (its version string starts
     with ``brand``), the MPI_T session, and the variables changed with their values before
     (:class:`colltune.tune.mpit.ControlVariables`).  :meth:`settings` says what forces an
@@ -73,10 +74,10 @@ class _Forcer(ControlVariables):
         """Why ``name`` with ``params`` cannot be forced in this job, or None if it can."""
         return None
 
+    @abstractmethod
     def settings(self, collective: str, name: str, params: dict[str, Any]) -> Settings:
         """The control variables, in the order to write them, that make the library run its
         algorithm ``name`` with ``params`` for ``collective``; :class:`ForcingError` if none can."""
-        raise NotImplementedError
 
     def force(self, collective: str, name: str, params: dict[str, Any]) -> None:
         """Make this process's next ``collective`` calls run the library's ``name`` with ``params``
