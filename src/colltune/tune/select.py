@@ -253,10 +253,11 @@ class Tuner:
         """The fastest choice at ``size``; ``native`` where it is fastest or cannot be priced.
 
         With a tolerance, the choice that won at the sampled size below (:meth:`_held`; timed again
-        where a call is short and its sample is beyond the tolerance behind, :meth:`_again`) goes on
-        wherever it is within the tolerance of the fastest, ``native`` included, and leads
+        where a call is not long and its sample is beyond the tolerance behind, :meth:`_again`) goes
+        on wherever it is within the tolerance of the fastest, ``native`` included, and leads
         ``native`` in the sample, however little and however much (no confirming timings: it won
-        the size below); where a call is long (:meth:`_settles`) it goes on also if it is behind
+        the size below; where a call is short, the sample holds the faster of two timings of each of
+        the two, :meth:`_second_look`); where a call is long (:meth:`_settles`) it goes on also if it is behind
         ``native`` within the tolerance.  Timings that close say nothing of which is faster, but a
         switch at the top of a rule costs the change of traffic pattern, and a rule bisected up to
         a grid size (:meth:`_refine`, where any lead counts) should not end there for a lead that
