@@ -856,3 +856,20 @@ def test_at_a_census_size_every_candidate_is_timed_and_the_fastest_goes_on() -> 
     assert timed_b(1e-3, 0.5e-3) == [16, 32]
     assert timed_b(1e-3, 2e-3) == [16]
     assert timed_b(0.1, 0.5e-3) == []
+
+
+def test_the_second_look_keeps_each_algorithms_fastest_choice_the_rules_own_included() -> None:
+    """Short calls: a (x=1) wins at 32 bytes; at 64 bytes the sample's best of a is x=2 (1.9 against
+    x=1's 2.3 and native's 2.0).  The second look times a (x=2), native and the rule's own a (x=1)
+    again: where a (x=1) then reads 1.7, it stands for a in the sample (and goes on); where it reads
+    2.3 again, a (x=2) does, with the faster of its two timings (and wins, 7.5 % ahead of native,
+    confirmed); native keeps its faster one too."""
+    for a1_again, kept in ((1.7, ("a", {"x": 1}, 1.7)), (2.3, ("a", {"x": 2}, 1.85))):
+        prices = {**island(2.3), ("a", 2, 64): 1.9}
+        later = {("a", 1, 64): a1_again, ("a", 2, 64): 1.85, (NATIVE, 0, 64): 2.1}
+        t = Tuner(ShortLater(prices, later=later), "bcast", 4, space=Space(("a", "b")), tolerance=0.05)
+        assert t.winner(32) == ("a", (("x", 1),))
+        won = t.winner(64)
+        assert [(c.algorithm, c.params, c.time) for c in t.samples[64].candidates[:2]] == [kept, (NATIVE, {}, 2.0)]
+        assert all(t.pricer.calls.count(k) >= 2 for k in (("a", 1, 64), ("a", 2, 64), (NATIVE, 0, 64)))
+        assert won == ("a", tuple(kept[1].items()))

@@ -341,17 +341,20 @@ class Tuner:
             return s
         for ch in looked:
             self._again(ch, size)
-        faster = [c.model_copy(update={"time": self._prices[(choice(c.algorithm, c.params), size)]})
-                  for c in s.candidates]
-        if held is not None and held in looked:  # a held choice can beat its algorithm's best parameters
-            mine = Candidate(algorithm=held[0], params=dict(held[1]), time=self._prices[(held, size)])
-            i = next((i for i, c in enumerate(faster) if c.algorithm == held[0]), len(faster))
-            if i == len(faster) or mine.time < faster[i].time:
-                faster[i:i + 1] = [mine]
         self._tell(f"{self.collective} at P = {self.procs}: {len(looked)} choices timed again at {size} B, the "
                    f"faster timing of each counts: {', '.join(f'{label(ch)} {self._prices[(ch, size)] * 1e3:.3g} ms' for ch in looked)}")
-        self.samples[size] = s.model_copy(update={"candidates": tuple(sorted(faster, key=_order))})
+        self.samples[size] = s.model_copy(update={"candidates": self._fastest_each(size)})
         return self.samples[size]
+
+    def _fastest_each(self, size: int) -> tuple[Candidate, ...]:
+        """Each algorithm's fastest choice priced at ``size`` (of the parameter values its sample
+        tried, and any other priced there, such as a rule's choice from the size below), fastest
+        first; among equal prices the one priced first, as in :meth:`sample` (the default)."""
+        best: dict[str, Candidate] = {}
+        for (ch, at), t in self._prices.items():
+            if at == size and math.isfinite(t) and (ch[0] not in best or t < best[ch[0]].time):
+                best[ch[0]] = Candidate(algorithm=ch[0], params=dict(ch[1]), time=t)
+        return tuple(sorted(best.values(), key=_order))
 
     def _again(self, ch: Choice, size: int, tell: bool = False) -> float:
         """One more timing of ``ch`` at ``size``, once per choice and size; the faster of its two
