@@ -681,6 +681,59 @@ def test_a_candidate_timed_near_the_best_is_timed_again_unless_predicted_far_beh
     assert not hybrid.contender("bcast", "c", 4, 8, {"x": 1})
 
 
+
+@dataclass
+class MeanBySizeTable(BySizeTable):
+    """:class:`BySizeTable` as a timer in an MPI job gives them, with a ``mean_call`` (seconds)."""
+
+    mean_call: float = 0.01
+
+
+def test_a_default_timed_far_behind_where_calls_are_long_is_timed_only_as_any_other() -> None:
+    """b(2), the library's default (``always``), is predicted 10x the best at every size.  Timed
+    3x the fastest at 64 KiB, where native's call takes 20 ms (the timer's mean_call or more), it
+    is not timed at 128 nor 256 KiB; 2x the fastest (within the margin's square) or 3x where
+    native's call takes 5 ms (a short call, noisier), it is timed at every size."""
+    sizes = (65536, 131072, 262144)
+
+    def timed_b(b_at_64k: float, native_ms: float) -> list[int]:
+        predicted = {**{(n, x, s): 1.0 for n, x in ((NATIVE, 0), ("a", 1)) for s in sizes},
+                     **{("b", 2, s): 10.0 for s in sizes}}
+        measured = {**{(NATIVE, 0, s): native_ms * 1e-3 for s in sizes},
+                    **{(n, x, s): native_ms * 1e-3 for n, x in (("a", 1), ("b", 2)) for s in sizes},
+                    ("b", 2, 65536): b_at_64k * native_ms * 1e-3}
+        timer = MeanBySizeTable(measured)
+        hybrid = HybridPricer(BySizeTable(predicted), timer, Space(("a", "b")), margin=0.5,
+                              always=lambda coll, name, params: name == "b" and params["x"] == 2)
+        for size in sizes:
+            for name, x in ((NATIVE, 0), ("a", 1), ("b", 2)):
+                try:
+                    hybrid.price("bcast", name, 8, size, {} if name == NATIVE else {"x": x})
+                except Unavailable:
+                    pass
+        return [s for n, _, s in timer.calls if n == "b"]
+
+    assert timed_b(3.0, 20.0) == [65536]
+    assert timed_b(2.0, 20.0) == list(sizes)
+    assert timed_b(3.0, 5.0) == list(sizes)
+
+
+def test_a_choice_timed_twice_at_a_size_stands_there_by_its_faster_timing() -> None:
+    """a(1) is timed at 0.1 ms at 4 bytes, then once more at 0.3 ms (a confirming timing); the
+    faster stands for it there, so at 8 bytes it was the fastest timed just before (native:
+    0.2 ms) and is timed whatever its prediction (10x the best)."""
+    predicted = {(NATIVE, 0, 4): 1.0, (NATIVE, 0, 8): 1.0, ("a", 1, 4): 1.0, ("a", 1, 8): 10.0}
+    timer = Queued({(NATIVE, 0, 4): [0.2e-3], ("a", 1, 4): [0.1e-3, 0.3e-3], (NATIVE, 0, 8): [0.2e-3],
+                    ("a", 1, 8): [0.1e-3]})
+    hybrid = HybridPricer(BySizeTable(predicted), timer, Space(("a",)), margin=0.5)
+    hybrid.price("bcast", NATIVE, 8, 4, {})
+    hybrid.price("bcast", "a", 8, 4, {"x": 1})
+    assert hybrid.price("bcast", "a", 8, 4, {"x": 1})[0] == 0.3e-3  # each timing is returned as it is
+    hybrid.price("bcast", NATIVE, 8, 8, {})
+    assert hybrid.near_before("bcast", "a", 8, 8, {"x": 1}, 0.0)
+    hybrid.price("bcast", "a", 8, 8, {"x": 1})
+    assert timer.calls[-1] == ("a", 1, 8)
+
 def test_a_timed_bisection_times_only_the_two_choices_of_its_crossover() -> None:
     """Timed (a tolerance): between the grid's sizes only a and b are timed, not c nor native, and
     the boundary is still found to the byte; predicted (no tolerance): every candidate is priced

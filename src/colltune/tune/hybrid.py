@@ -123,7 +123,8 @@ class HybridPricer:
     share: Callable[[Any], Any] | None = None
     leader: bool = True
     #: ``always(collective, algorithm, params)``: candidates timed whatever their prediction (the
-    #: library's own default parameter values, :meth:`colltune.tune.targets.LibrarySpace.library_default`).
+    #: library's own default parameter values, :meth:`colltune.tune.targets.LibrarySpace.library_default`),
+    #: until their timings put them far behind (:meth:`timed_far_behind`).
     always: Callable[[str, str, dict[str, Any]], bool] | None = None
     #: Seconds per call below which a candidate is timed within the square of the margin (:data:`CHEAP_CALL`).
     cheap: float = CHEAP_CALL
@@ -185,9 +186,10 @@ class HybridPricer:
         ``(procs, size)``, or was the fastest timed just before (:meth:`near_before`), or is
         predicted within the margin's square and either cheap to time (:attr:`cheap`) or timed
         within the margin of the best just before, or ``size`` is a census size (:meth:`census_at`);
-        ``native`` and the ``always`` ones always are, and a candidate that cannot be predicted is
-        not."""
-        if algorithm == NATIVE or (self.always is not None and self.always(collective, algorithm, params)):
+        ``native`` always is, the ``always`` ones are unless their timings put them far behind
+        (:meth:`timed_far_behind`), and a candidate that cannot be predicted is not."""
+        if algorithm == NATIVE or (self.always is not None and self.always(collective, algorithm, params) and
+                                   not self.timed_far_behind(collective, algorithm, procs, size, params)):
             return True
         try:
             predicted = self.predicted(collective, algorithm, procs, size, params)
@@ -220,6 +222,28 @@ class HybridPricer:
         mine = times.get(choice(algorithm, params))
         return mine is not None and mine <= (1 + margin) * min(times.values())
 
+    def timed_far_behind(self, collective: str, algorithm: str, procs: int, size: int, params: dict[str, Any]) -> bool:
+        """True if, at the largest size below ``size`` at which ``algorithm`` with ``params`` was
+        timed, ``native``'s call took the timer's ``mean_call`` or more and the candidate's time
+        was more than the margin's square times the fastest timed there.
+
+        An ``always`` candidate is then timed only as any other is (by its prediction, or near the
+        best just before): where a timing prices the mean of calls of ten milliseconds or more, a
+        retransmission timeout of about 0.3 s in one of ten calls adds less than half, so a
+        candidate that far behind cannot win at the next sizes.  On the 8-host testbed under
+        Open MPI (2026-11-28, 23:30), its pipelined and binomial broadcasts and its pipelined
+        reduction with segment size 0 (Open MPI's default) were timed 3.4-5.5 times behind the
+        fastest at every size from 32 or 64 KiB, where a call of Open MPI's own took 17 ms or
+        more; ten of their timings, at 64-512 KiB, came after such a size: 11 s of a tune of 296 s."""
+        me = choice(algorithm, params)
+        native = choice(NATIVE, {})
+        timed = [s for (c, p, s), times in self._measured.items()
+                 if c == collective and p == procs and s < size and me in times and native in times]
+        if not timed:
+            return False
+        times = self._measured[(collective, procs, max(timed))]
+        return times[native] >= self.mean_call and times[me] > (1 + self.margin) ** 2 * min(times.values())
+
     def _before(self, collective: str, procs: int, size: int) -> tuple[int, dict[Choice, float]]:
         """The previous sampled size (the largest below ``size`` at which ``native`` was timed; -1
         if none) and every timing there, by choice: seconds."""
@@ -249,7 +273,8 @@ class HybridPricer:
                 self.jump * before < t < self.settle_call or
                 self.settle_call <= t and self.long_jump * before * size / below < t):
             t = min(t, self._time(collective, algorithm, procs, size, params)[0])
-        self._measured.setdefault((collective, procs, size), {})[choice(algorithm, params)] = t
+        timed = self._measured.setdefault((collective, procs, size), {})
+        timed[choice(algorithm, params)] = min(t, timed.get(choice(algorithm, params), math.inf))
         return t, used
 
     def _time(self, collective: str, algorithm: str, procs: int, size: int,

@@ -75,7 +75,8 @@ class LibraryAlgorithm:
     #: Open MPI: the algorithm's number in coll/tuned (what its rules file writes).
     number: int = 0
     #: The library's own default values of tuned parameters (MPICH's chunk size, Open MPI's
-    #: segment size 0): the hybrid tuner times a variant with these whatever its prediction.
+    #: segment size 0): the hybrid tuner times a variant with these whatever its prediction, until
+    #: its timings put it far behind (:meth:`colltune.tune.hybrid.HybridPricer.timed_far_behind`).
     library_defaults: Params = field(default_factory=dict)
 
 
