@@ -257,7 +257,7 @@ class Tuner:
         on wherever it is within the tolerance of the fastest, ``native`` included, and leads
         ``native`` in the sample, however little and however much (no confirming timings: it won
         the size below; where a call is short, the sample holds the faster of two timings of each of
-        the two, :meth:`_second_look`); where a call is long (:meth:`_settles`) it goes on also if it is behind
+        the two, :meth:`_second_look`, as below the ``settle_call``); where a call is long (:meth:`_settles`) it goes on also if it is behind
         ``native`` within the tolerance.  Timings that close say nothing of which is faster, but a
         switch at the top of a rule costs the change of traffic pattern, and a rule bisected up to
         a grid size (:meth:`_refine`, where any lead counts) should not end there for a lead that
@@ -298,7 +298,7 @@ class Tuner:
             return choice(NATIVE, {})
         settles = self._settles(size)
         held = self._held(size) if self.tolerance else None
-        if self.tolerance and self._short(size):
+        if self.tolerance and (self._short(size) or not settles and self._settle_known()):
             s = self._second_look(size, held)
         native = next(c for c in s.candidates if c.algorithm == NATIVE).time
         best, fastest = choice(s.candidates[0].algorithm, s.candidates[0].params), s.candidates[0].time
@@ -318,7 +318,7 @@ class Tuner:
         return best
 
     def _second_look(self, size: int, held: Choice | None) -> Sample:
-        """Where a call is short (:meth:`_short`): time once more every candidate within
+        """Where a call is short (:meth:`_short`) or below the pricer's ``settle_call``: time once more every candidate within
         :data:`NEAR_TIE` of the fastest at ``size``, and, where a rule comes from the size below,
         its choice ``held`` and ``native``, unless that leaves a single one; the faster of each
         one's two timings then stands for it (:meth:`_again`), and the sample is sorted again.
@@ -330,7 +330,13 @@ class Tuner:
         won 2 KiB, went on at 4 KiB on 1.09 ms against 1.17 ms for MPICH's own, which the C client
         then read at 0.57-0.74 ms against 0.88-0.95 ms for the binomial reduce.  A timing of a
         short call costs a few tens of milliseconds: in the MPICH tune of issue #19 on the testbed
-        (2026-11-28, 16:08) the second look made 274 timings at 106 sizes, 17 s of 277."""
+        (2026-11-28, 16:08) the second look made 274 timings at 106 sizes, 17 s of 277.
+
+        Below the ``settle_call`` (:data:`colltune.tune.measure.SETTLE_CALL`), where a timing prices
+        the mean call, one timing is no surer: on the same testbed under Open MPI (2026-11-29,
+        02:47) its ring all-gather of 16 KiB was timed once, at 16.1 ms, 5 % behind the fastest
+        (15.4 ms), and never again; Open MPI's own choice stayed there, and the C client found the
+        ring 1.31 times faster than that (medians of five rounds: 12.1 against 15.8 ms)."""
         s = self.samples[size]
         fastest = s.candidates[0].time
         looked = [choice(c.algorithm, c.params) for c in s.candidates if c.time <= fastest * NEAR_TIE]
@@ -393,6 +399,10 @@ class Tuner:
         """True if a call of ``native`` at ``size`` takes at least the pricer's ``settle_call``
         seconds (timers in an MPI job have one, :data:`colltune.tune.measure.SETTLE_CALL`)."""
         return self.time(choice(NATIVE, {}), size) >= getattr(self.pricer, "settle_call", math.inf)
+
+    def _settle_known(self) -> bool:
+        """True if the pricer has a ``settle_call`` (timers in an MPI job do)."""
+        return math.isfinite(getattr(self.pricer, "settle_call", math.inf))
 
     def _short(self, size: int) -> bool:
         """True if a call of ``native`` at ``size`` takes less than the pricer's ``mean_call``
