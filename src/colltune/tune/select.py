@@ -257,8 +257,9 @@ class Tuner:
         on wherever it is within the tolerance of the fastest, ``native`` included, and leads
         ``native`` in the sample, however little and however much (no confirming timings: it won
         the size below; where a call is short, the sample holds the faster of two timings of each of
-        the two, :meth:`_second_look`, as below the ``settle_call``); where a call is long (:meth:`_settles`) it goes on also if it is behind
-        ``native`` within the tolerance.  Timings that close say nothing of which is faster, but a
+        the two, :meth:`_second_look`, as wherever a call is below the ``settle_call``); where a
+        call is long (:meth:`_settles`) it goes on also if it is behind ``native`` within the
+        tolerance.  Timings that close say nothing of which is faster, but a
         switch at the top of a rule costs the change of traffic pattern, and a rule bisected up to
         a grid size (:meth:`_refine`, where any lead counts) should not end there for a lead that
         the grid size alone would have to confirm beyond the tolerance.
@@ -318,10 +319,11 @@ class Tuner:
         return best
 
     def _second_look(self, size: int, held: Choice | None) -> Sample:
-        """Where a call is short (:meth:`_short`) or below the pricer's ``settle_call``: time once more every candidate within
-        :data:`NEAR_TIE` of the fastest at ``size``, and, where a rule comes from the size below,
-        its choice ``held`` and ``native``, unless that leaves a single one; the faster of each
-        one's two timings then stands for it (:meth:`_again`), and the sample is sorted again.
+        """Where a call is short (:meth:`_short`) or below the pricer's ``settle_call``: time once
+        more every candidate within :data:`NEAR_TIE` of the fastest at ``size``, and, where a rule
+        comes from the size below, its choice ``held`` and ``native``, unless that leaves a single
+        one; the faster of each one's two timings then stands for it (:meth:`_again`), and the
+        sample is sorted again.
 
         Why: the noise of a short call's timing is one-sided (:meth:`_fastest_leads`), and it is
         larger than the differences the tuner must see (:data:`NEAR_TIE`), so a single slow timing
