@@ -674,6 +674,18 @@ def test_a_rule_that_falls_far_behind_at_a_short_call_is_timed_again_and_the_fas
         assert t.pricer.calls.count(("a", 1, 64)) == 1
 
 
+
+def price_all(hybrid: HybridPricer, procs: int, sizes: tuple[int, ...],
+              candidates: tuple[tuple[str, int], ...]) -> None:
+    """Ask ``hybrid`` for each broadcast candidate ``(name, x)`` at each size in turn, as a sample
+    does; a candidate it does not time is passed over."""
+    for size in sizes:
+        for name, x in candidates:
+            try:
+                hybrid.price("bcast", name, procs, size, {} if name == NATIVE else {"x": x})
+            except Unavailable:
+                pass
+
 def test_a_candidate_timed_near_the_best_is_timed_again_unless_predicted_far_behind() -> None:
     """At 8 bytes a(1) and b(1) are predicted 2x the best (beyond 1.5, within 2.25) and c(1) 3x.
     At 4 bytes a(1) and c(1) were timed within the margin of the best time (native's), b(1) was
@@ -686,12 +698,7 @@ def test_a_candidate_timed_near_the_best_is_timed_again_unless_predicted_far_beh
                     **{(n, x, 8): 1.0 for n, x in ((NATIVE, 0), ("a", 1), ("b", 1), ("c", 1))}}
         timer = BySizeTable(measured)
         hybrid = HybridPricer(BySizeTable(predicted), timer, Space(("a", "b", "c")), margin=0.5)
-        for size in (4, 8):
-            for name, x in ((NATIVE, 0), ("a", 1), ("b", 1), ("c", 1)):
-                try:
-                    hybrid.price("bcast", name, 4, size, {} if name == NATIVE else {"x": x})
-                except Unavailable:
-                    pass
+        price_all(hybrid, 4, (4, 8), ((NATIVE, 0), ("a", 1), ("b", 1), ("c", 1)))
         assert sorted(c for c in timer.calls if c[2] == 8) == timed_at_8, c_at_4
     # without native timed at 4 bytes there is no previous sample: nothing is timed on its record
     hybrid = HybridPricer(BySizeTable(predicted), BySizeTable(measured), Space(("a", "b", "c")), margin=0.5)
@@ -724,12 +731,7 @@ def test_a_default_timed_far_behind_where_calls_are_long_is_timed_only_as_any_ot
         timer = MeanBySizeTable(measured)
         hybrid = HybridPricer(BySizeTable(predicted), timer, Space(("a", "b")), margin=0.5,
                               always=lambda coll, name, params: name == "b" and params["x"] == 2)
-        for size in sizes:
-            for name, x in ((NATIVE, 0), ("a", 1), ("b", 2)):
-                try:
-                    hybrid.price("bcast", name, 8, size, {} if name == NATIVE else {"x": x})
-                except Unavailable:
-                    pass
+        price_all(hybrid, 8, sizes, ((NATIVE, 0), ("a", 1), ("b", 2)))
         return [s for n, _, s in timer.calls if n == "b"]
 
     assert timed_b(3.0, 20.0) == [65536]
@@ -917,12 +919,7 @@ def test_at_a_census_size_every_candidate_is_timed_and_the_fastest_goes_on() -> 
                     (NATIVE, 0, 16): native_at_16, ("b", 1, 16): b_at_16}
         timer = BySizeTable(measured)
         hybrid = HybridPricer(predicted, timer, Space(("a", "b")), margin=0.5)
-        for size in sizes:
-            for name, x in ((NATIVE, 0), ("a", 1), ("b", 1)):
-                try:
-                    hybrid.price("bcast", name, 4, size, {} if name == NATIVE else {"x": x})
-                except Unavailable:
-                    pass
+        price_all(hybrid, 4, sizes, ((NATIVE, 0), ("a", 1), ("b", 1)))
         return [s for n, _, s in timer.calls if n == "b"]
 
     assert timed_b(1e-3, 0.5e-3) == [16, 32]
