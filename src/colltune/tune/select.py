@@ -253,7 +253,8 @@ class Tuner:
         """The fastest choice at ``size``; ``native`` where it is fastest or cannot be priced.
 
         With a tolerance, the choice that won at the sampled size below (:meth:`_held`; timed again
-        where a call is not long and its sample is beyond the tolerance behind, :meth:`_again`) goes
+        where its sample is beyond the tolerance behind, and, where a call is long, within
+        :data:`NEAR_TIE` of the fastest, :meth:`_again`) goes
         on wherever it is within the tolerance of the fastest, ``native`` included, and leads
         ``native`` in the sample, however little and however much (no confirming timings: it won
         the size below; where a call is short, the sample holds the faster of two timings of each of
@@ -304,7 +305,8 @@ class Tuner:
         native = next(c for c in s.candidates if c.algorithm == NATIVE).time
         best, fastest = choice(s.candidates[0].algorithm, s.candidates[0].params), s.candidates[0].time
         held_time = self.time(held, size) if held is not None else math.inf
-        if held is not None and not settles and fastest * (1 + self.tolerance) < held_time < math.inf:
+        if held is not None and fastest * (1 + self.tolerance) < held_time < math.inf and \
+                (not settles or held_time <= fastest * NEAR_TIE):
             held_time = self._again(held, size, tell=True)
         if held is not None and held_time <= fastest * (1 + self.tolerance) and (settles or held_time < native):
             self._tell(f"{self.collective} at P = {self.procs}: {label(held)} goes on at {size} B "
@@ -369,13 +371,20 @@ class Tuner:
         timings then stands for ``ch`` at ``size`` in every later comparison (Unavailable: the
         first), and is returned.  With ``tell``, the progress hears of it.
 
-        :meth:`_winner` times the rule's choice ``held`` again where a call is not long and its
-        sample put it beyond the tolerance behind the fastest: the noise of a timing is one-sided
-        (:meth:`_confirmed`), so one slow timing should not end a rule, and such a call costs little
-        to time again.  On the 8-host testbed under MPICH (2026-11-27), the pairwise all-to-all,
+        :meth:`_winner` times the rule's choice ``held`` again where its sample put it beyond the
+        tolerance behind the fastest: the noise of a timing is one-sided (:meth:`_confirmed`), so one
+        slow timing should not end a rule.  Where a call is not long, such a call costs little to
+        time again.  On the 8-host testbed under MPICH (2026-11-27), the pairwise all-to-all,
         18 % ahead of MPICH's own at 2 KiB, took 6.47 ms at 4 KiB in the sample against MPICH's own
         3.36 (1.40 at 2 KiB, 2.82 at 3.5 KiB when bisecting); its rule ended below 4 KiB, where the
-        C client found it 9 % faster than the file."""
+        C client found it 9 % faster than the file.
+
+        Where a call is long (:meth:`_settles`), a timing costs up to a second, so ``held`` is timed
+        again only within :data:`NEAR_TIE` of the fastest.  On the same testbed under Open MPI
+        (2026-11-29, 04:08), the all-to-all linear_sync with 4 requests, 10 % ahead of the one with
+        1 request at 64 KiB and 13 % at 256 KiB, was timed once at 128 KiB, at 124.2 ms against
+        116.4; a rule of 1 request went in between, and the C client found the file 1.17 times
+        slower there than 4 requests forced (medians of five rounds, 128.0 against 109.4 ms)."""
         key = (ch, size)
         first = self.time(ch, size)
         if key in self._looked or not -math.inf < first < math.inf:
