@@ -651,7 +651,8 @@ def test_a_rule_that_falls_far_behind_at_a_short_call_is_timed_again_and_the_fas
     """Short calls: a wins at 32 bytes by 10 %, and its sample at 64 bytes is twice native's (a
     retransmission, say).  It is timed once more: at 4 % ahead of native it goes on (and that time
     stands for it after), twice as slow again it does not; nothing is timed again where a call is
-    long, where a is within the tolerance, nor where a did not win the size below."""
+    long (there a, twice native, is beyond NEAR_TIE), where a is within the tolerance, nor where a did
+    not win the size below."""
     heard: list[str] = []
 
     def rules(later: float, pricer: type[Later] = Later, prices: dict | None = None) -> tuple[Tuner, list]:
