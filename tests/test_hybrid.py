@@ -705,6 +705,7 @@ def price_all(hybrid: HybridPricer, procs: int, sizes: tuple[int, ...],
             except Unavailable:
                 pass
 
+
 def test_a_candidate_timed_near_the_best_is_timed_again_unless_predicted_far_behind() -> None:
     """At 8 bytes a(1) and b(1) are predicted 2x the best (beyond 1.5, within 2.25) and c(1) 3x.
     At 4 bytes a(1) and c(1) were timed within the margin of the best time (native's), b(1) was

@@ -381,16 +381,17 @@ class Tuner:
         3.36 (1.40 at 2 KiB, 2.82 at 3.5 KiB when bisecting); its rule ended below 4 KiB, where the
         C client found it 9 % faster than the file.
 
-        Where a call is long (:meth:`_settles`), a timing costs up to a second, so ``held`` is timed
-        again only within :data:`NEAR_TIE` of the fastest, and the fastest with it, since the faster
-        of two timings would otherwise favour ``held`` over a choice timed once (on the same testbed
-        under MPICH, 2026-11-29, 06:39, the pipelined broadcast tree with 2 KiB chunks went on at 256
-        KiB on a second timing of 32.1 ms against one of 31.0 for 4 KiB chunks; the C client read it
-        10 % behind the best).  On the same testbed under Open MPI
-        (2026-11-29, 04:08), the all-to-all linear_sync with 4 requests, 10 % ahead of the one with
-        1 request at 64 KiB and 13 % at 256 KiB, was timed once at 128 KiB, at 124.2 ms against
-        116.4; a rule of 1 request went in between, and the C client found the file 1.17 times
-        slower there than 4 requests forced (medians of five rounds, 128.0 against 109.4 ms)."""
+        Where a call is long (:meth:`_settles`), one slow timing can end a rule as well: on the same
+        testbed under Open MPI (2026-11-29, 04:08), the all-to-all linear_sync with 4 requests, 10 %
+        ahead of the one with 1 request at 64 KiB and 13 % at 256 KiB, was timed once at 128 KiB, at
+        124.2 ms against 116.4; a rule of 1 request went in between, and the C client found the file
+        1.17 times slower there than 4 requests forced (medians of five rounds, 128.0 against 109.4
+        ms).  But there a timing costs up to a second, so ``held`` is timed again only within
+        :data:`NEAR_TIE` of the fastest, and the fastest with it, since the faster of two timings
+        would otherwise favour ``held`` over a choice timed once: on the same testbed under MPICH
+        (2026-11-29, 06:39), the pipelined broadcast tree with 2 KiB chunks went on at 256 KiB on a
+        second timing of 32.1 ms against one of 31.0 for 4 KiB chunks, and the C client read it 10 %
+        behind the best."""
         key = (ch, size)
         first = self.time(ch, size)
         if key in self._looked or not -math.inf < first < math.inf:
