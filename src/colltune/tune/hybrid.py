@@ -187,9 +187,23 @@ class HybridPricer:
         predicted within the margin's square and either cheap to time (:attr:`cheap`) or timed
         within the margin of the best just before, or ``size`` is a census size (:meth:`census_at`);
         ``native`` always is, the ``always`` ones are unless their timings put them far behind
-        (:meth:`timed_far_behind`), and a candidate that cannot be predicted is not."""
+        (:meth:`timed_far_behind`), a candidate already timed at ``size`` is, and one that cannot be
+        predicted is not.
+
+        Why a candidate timed at ``size`` stays a contender there: the tuner times it again at that
+        size (a second look, a confirming pair), and by then the sizes below may have been timed
+        again too, so the verdict of "the fastest just before" can change.  On the 8-host testbed
+        under Open MPI (2026-11-29, 08:30), its pipelined reduction with 2 KiB segments, predicted
+        more than 2.25 times the best at 8 KiB, was timed there because it had been the fastest at
+        4 KiB (0.823 ms against 0.848 for Rabenseifner's), and was the fastest at 8 KiB (1.13 ms
+        against 2.19 for Open MPI's own); then the second look at 4 KiB put Rabenseifner's ahead of
+        it (0.731 against 0.749 ms), its confirming timing at 8 KiB was refused, and Open MPI's own
+        choice kept 8 KiB, which the C client found 1.49 times slower than Rabenseifner's forced
+        there."""
         if algorithm == NATIVE or (self.always is not None and self.always(collective, algorithm, params) and
                                    not self.timed_far_behind(collective, algorithm, procs, size, params)):
+            return True
+        if choice(algorithm, params) in self._measured.get((collective, procs, size), {}):
             return True
         try:
             predicted = self.predicted(collective, algorithm, procs, size, params)
