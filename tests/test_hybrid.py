@@ -775,13 +775,14 @@ def test_a_choice_timed_twice_at_a_size_stands_there_by_its_faster_timing() -> N
     assert timer.calls[-1] == ("a", 1, 8)
 
 
-def test_a_candidate_timed_at_a_size_is_timed_there_again_whatever_happens_below() -> None:
+def test_a_candidate_timed_at_a_size_is_timed_there_and_below_it_whatever_happens_below() -> None:
     """a(1), predicted 10x the best at 8 bytes, is timed there as the fastest timed at 4 bytes
     (0.1 against native's 0.2 ms).  Then native is timed again at 4 bytes, at 0.05 ms, so a(1) is
     no longer the fastest just before; a(1) is still timed again at 8 bytes, as the tuner's second
     looks and confirming pairs ask (Open MPI's pipelined reduce of 2 KiB segments on the testbed,
     2026-11-29), while at 32 bytes, where it was never timed and was not the fastest just before
-    (0.25 against 0.2 ms at 8 bytes), it is not."""
+    (0.25 against 0.2 ms at 8 bytes), it is not.  Between two sampled sizes, a candidate timed at
+    the one above is timed too (a bisected crossover)."""
     predicted = {(NATIVE, 0, s): 1.0 for s in (4, 8, 32)} | {("a", 1, 4): 1.0, ("a", 1, 8): 10.0, ("a", 1, 32): 10.0}
     timer = Queued({(NATIVE, 0, 4): [0.2e-3, 0.05e-3], ("a", 1, 4): [0.1e-3], (NATIVE, 0, 8): [0.2e-3],
                     ("a", 1, 8): [0.3e-3, 0.25e-3], (NATIVE, 0, 32): [0.2e-3]})
@@ -795,6 +796,10 @@ def test_a_candidate_timed_at_a_size_is_timed_there_again_whatever_happens_below
     with pytest.raises(Unavailable):
         hybrid.price("bcast", "a", 8, 32, {"x": 1})
     assert timer.calls[-1] == (NATIVE, 0, 32)
+    # bisecting between 4 and 8 bytes: a(1), timed at 8 (the next sampled size above 6), is timed
+    # at 6; between 8 and 32 bytes it was timed at neither 16 nor 32, nor the fastest at 8: not
+    assert hybrid.contender("bcast", "a", 8, 6, {"x": 1})
+    assert not hybrid.contender("bcast", "a", 8, 16, {"x": 1})
 
 
 def test_a_timed_bisection_times_only_the_two_choices_of_its_crossover() -> None:

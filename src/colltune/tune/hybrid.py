@@ -187,12 +187,17 @@ class HybridPricer:
         predicted within the margin's square and either cheap to time (:attr:`cheap`) or timed
         within the margin of the best just before, or ``size`` is a census size (:meth:`census_at`);
         ``native`` always is, the ``always`` ones are unless their timings put them far behind
-        (:meth:`timed_far_behind`), a candidate already timed at ``size`` is, and one that cannot be
-        predicted is not.
+        (:meth:`timed_far_behind`), a candidate already timed at ``size`` or at the next sampled
+        size above it (:meth:`_after`) is, and one that cannot be predicted is not.
 
         Why a candidate timed at ``size`` stays a contender there: the tuner times it again at that
         size (a second look, a confirming pair), and by then the sizes below may have been timed
-        again too, so the verdict of "the fastest just before" can change.  On the 8-host testbed
+        again too, so the verdict of "the fastest just before" can change.  And the tuner bisects
+        the crossover between two sampled sizes by timing the choice that won the size above it
+        and the one that won the size below; a refusal there counts as an infinite time and puts
+        the crossover at one end (Open MPI's pipelined broadcast with 2 KiB segments, which won
+        4 KiB in the same run, was refused at 3072, 3584 and 3840 bytes, so Open MPI's
+        scatter-allgather, which won 2 KiB, kept every size below 4 KiB).  On the 8-host testbed
         under Open MPI (2026-11-29, 08:30), its pipelined reduction with 2 KiB segments, predicted
         more than 2.25 times the best at 8 KiB, was timed there because it had been the fastest at
         4 KiB (0.823 ms against 0.848 for Rabenseifner's), and was the fastest at 8 KiB (1.13 ms
@@ -203,7 +208,8 @@ class HybridPricer:
         if algorithm == NATIVE or (self.always is not None and self.always(collective, algorithm, params) and
                                    not self.timed_far_behind(collective, algorithm, procs, size, params)):
             return True
-        if choice(algorithm, params) in self._measured.get((collective, procs, size), {}):
+        me = choice(algorithm, params)
+        if me in self._measured.get((collective, procs, size), {}) or me in self._after(collective, procs, size):
             return True
         try:
             predicted = self.predicted(collective, algorithm, procs, size, params)
@@ -265,6 +271,15 @@ class HybridPricer:
         before = [s for (c, p, s), times in self._measured.items()
                   if c == collective and p == procs and s < size and native in times]
         return (max(before), self._measured[(collective, procs, max(before))]) if before else (-1, {})
+
+    def _after(self, collective: str, procs: int, size: int) -> dict[Choice, float]:
+        """Every timing at the next sampled size above ``size`` (the smallest above it at which
+        ``native`` was timed; none while the tuner samples the sizes in ascending order), by
+        choice: seconds."""
+        native = choice(NATIVE, {})
+        after = [s for (c, p, s), times in self._measured.items()
+                 if c == collective and p == procs and s > size and native in times]
+        return self._measured[(collective, procs, min(after))] if after else {}
 
     def price(self, collective: str, algorithm: str, procs: int, size: int,
               params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
