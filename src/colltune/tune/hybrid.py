@@ -192,19 +192,21 @@ class HybridPricer:
 
         Why a candidate timed at ``size`` stays a contender there: the tuner times it again at that
         size (a second look, a confirming pair), and by then the sizes below may have been timed
-        again too, so the verdict of "the fastest just before" can change.  And the tuner bisects
-        the crossover between two sampled sizes by timing the choice that won the size above it
-        and the one that won the size below; a refusal there counts as an infinite time and puts
-        the crossover at one end (Open MPI's pipelined broadcast with 2 KiB segments, which won
-        4 KiB in the same run, was refused at 3072, 3584 and 3840 bytes, so Open MPI's
-        scatter-allgather, which won 2 KiB, kept every size below 4 KiB).  On the 8-host testbed
-        under Open MPI (2026-11-29, 08:30), its pipelined reduction with 2 KiB segments, predicted
+        again too, so the verdict of "the fastest just before" can change.  On the 8-host testbed
+        under Open MPI (2026-11-29, 08:28), its pipelined reduction with 2 KiB segments, predicted
         more than 2.25 times the best at 8 KiB, was timed there because it had been the fastest at
         4 KiB (0.823 ms against 0.848 for Rabenseifner's), and was the fastest at 8 KiB (1.13 ms
         against 2.19 for Open MPI's own); then the second look at 4 KiB put Rabenseifner's ahead of
         it (0.731 against 0.749 ms), its confirming timing at 8 KiB was refused, and Open MPI's own
         choice kept 8 KiB, which the C client found 1.49 times slower than Rabenseifner's forced
-        there."""
+        there.
+
+        Why one timed at the next sampled size above: the tuner bisects the crossover between two
+        sampled sizes by timing the choice that won the size above and the one that won the size
+        below, and a refusal counts as an infinite time, which puts the crossover at one end.  In
+        the same run Open MPI's pipelined broadcast with 2 KiB segments, which won 4 KiB, was
+        refused at 3072, 3584 and 3840 bytes, so the scatter-allgather broadcast, which won 2 KiB,
+        kept every size below 4 KiB."""
         if algorithm == NATIVE or (self.always is not None and self.always(collective, algorithm, params) and
                                    not self.timed_far_behind(collective, algorithm, procs, size, params)):
             return True
