@@ -266,22 +266,23 @@ class HybridPricer:
         times = self._measured[(collective, procs, max(timed))]
         return times[native] >= self.mean_call and times[me] > (1 + self.margin) ** 2 * min(times.values())
 
+    def _sampled(self, collective: str, procs: int) -> list[int]:
+        """The sampled sizes: those at which ``native`` was timed."""
+        native = choice(NATIVE, {})
+        return [s for (c, p, s), times in self._measured.items() if c == collective and p == procs and native in times]
+
     def _before(self, collective: str, procs: int, size: int) -> tuple[int, dict[Choice, float]]:
         """The previous sampled size (the largest below ``size`` at which ``native`` was timed; -1
         if none) and every timing there, by choice: seconds."""
-        native = choice(NATIVE, {})
-        before = [s for (c, p, s), times in self._measured.items()
-                  if c == collective and p == procs and s < size and native in times]
-        return (max(before), self._measured[(collective, procs, max(before))]) if before else (-1, {})
+        below = max((s for s in self._sampled(collective, procs) if s < size), default=-1)
+        return (below, self._measured[(collective, procs, below)]) if below >= 0 else (-1, {})
 
     def _after(self, collective: str, procs: int, size: int) -> dict[Choice, float]:
         """Every timing at the next sampled size above ``size`` (the smallest above it at which
         ``native`` was timed; none while the tuner samples the sizes in ascending order), by
         choice: seconds."""
-        native = choice(NATIVE, {})
-        after = [s for (c, p, s), times in self._measured.items()
-                 if c == collective and p == procs and s > size and native in times]
-        return self._measured[(collective, procs, min(after))] if after else {}
+        above = min((s for s in self._sampled(collective, procs) if s > size), default=None)
+        return self._measured[(collective, procs, above)] if above is not None else {}
 
     def price(self, collective: str, algorithm: str, procs: int, size: int,
               params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
