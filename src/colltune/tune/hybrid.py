@@ -258,18 +258,18 @@ class HybridPricer:
         fastest at every size from 32 or 64 KiB, where a call of Open MPI's own took 17 ms or
         more; ten of their timings, at 64-512 KiB, came after such a size: 11 s of a tune of 296 s."""
         me = choice(algorithm, params)
-        native = choice(NATIVE, {})
-        timed = [s for (c, p, s), times in self._measured.items()
-                 if c == collective and p == procs and s < size and me in times and native in times]
+        timed = [s for s in self._sampled(collective, procs, me) if s < size]
         if not timed:
             return False
         times = self._measured[(collective, procs, max(timed))]
-        return times[native] >= self.mean_call and times[me] > (1 + self.margin) ** 2 * min(times.values())
+        return times[choice(NATIVE, {})] >= self.mean_call and \
+            times[me] > (1 + self.margin) ** 2 * min(times.values())
 
-    def _sampled(self, collective: str, procs: int) -> list[int]:
-        """The sampled sizes: those at which ``native`` was timed."""
-        native = choice(NATIVE, {})
-        return [s for (c, p, s), times in self._measured.items() if c == collective and p == procs and native in times]
+    def _sampled(self, collective: str, procs: int, *also: Choice) -> list[int]:
+        """The sampled sizes: those at which ``native`` was timed (and each of ``also``)."""
+        wanted = (choice(NATIVE, {}), *also)
+        return [s for (c, p, s), times in self._measured.items()
+                if c == collective and p == procs and all(ch in times for ch in wanted)]
 
     def _before(self, collective: str, procs: int, size: int) -> tuple[int, dict[Choice, float]]:
         """The previous sampled size (the largest below ``size`` at which ``native`` was timed; -1
