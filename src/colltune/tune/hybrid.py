@@ -258,10 +258,10 @@ class HybridPricer:
         fastest at every size from 32 or 64 KiB, where a call of Open MPI's own took 17 ms or
         more; ten of their timings, at 64-512 KiB, came after such a size: 11 s of a tune of 296 s."""
         me = choice(algorithm, params)
-        timed = [s for s in self._sampled(collective, procs, me) if s < size]
-        if not timed:
+        below = max((s for s in self._sampled(collective, procs, me) if s < size), default=None)
+        if below is None:
             return False
-        times = self._measured[(collective, procs, max(timed))]
+        times = self._measured[(collective, procs, below)]
         return times[choice(NATIVE, {})] >= self.mean_call and \
             times[me] > (1 + self.margin) ** 2 * min(times.values())
 
