@@ -1,7 +1,8 @@
 """How well colltune's predictions hold on the emulated cluster (needs root): issue #18's fidelity benchmark.
 
 Run: ``python benchmarks/fidelity_testbed.py [--shapes star,tree:2] [--hosts 8] [--link 100Mbit] [--tcp cubic]
-[--sizes 4KiB,64KiB,512KiB] [--probe default] [--reps 5] [--fill 0.05] [--warmup 2] [--rounds 3] [--keep DIR]
+[--sizes 4KiB,64KiB,512KiB] [--probe default] [--reps 5] [--fill 0.05] [--warmup 2] [--rounds 3]
+[--short-rounds 9] [--keep DIR]
 [--plot FILE]
 [--testbed NAME]``;
 ``--repredict DIR`` predicts the times kept in DIR again with the installed colltune (no root needed).
@@ -16,7 +17,8 @@ uplinks: two hosts of ``--link`` share one uplink of ``--link``), then:
    ``--reps`` runs (more for a short call, to fill ``--fill`` seconds: :data:`FILL_FACTOR`) each
    started after a barrier, the slowest rank's time per run, the median;
    every case once per round, over ``--rounds`` rounds (after the first in a shuffled order, so
-   that no case always follows the same one), and the median of the rounds;
+   that no case always follows the same one), a case that ran below :data:`SHORT_CALL` in one of
+   them over ``--short-rounds`` in all, and the median of the rounds;
 3. predicts each case with every predictor the profile supports (each network model of the
    simulator, each endpoint model again over the testbed's own topology file as the probe kept
    it in the profile, with the retransmission timeout its incast measured, each analytic model;
@@ -51,6 +53,15 @@ COLLECTIVES = ("bcast", "scatter", "gather", "allgather", "alltoall", "reduce", 
 #: calls) spread over 0.18-0.59 ms on both shapes (the runs of 2026-11-26), and which barrier was
 #: measured best changed from run to run; 100 runs of 0.2 ms fill 20 ms.
 FILL_FACTOR = 20
+#: A case that ran below this many seconds in one of the first ``--rounds`` rounds is timed in
+#: ``--short-rounds`` rounds in all (the extra rounds hold only such cases, shuffled).  On the star
+#: and tree:2 of 2026-12-01 the round medians of a 0.2-5 ms case spread over up to 2.1x (the
+#: pairwise all-to-all of 4 KiB: 5.42, 2.94 and 2.62 ms; the dissemination barrier 0.22-0.38 ms),
+#: so that the median of three rounds could put any of four algorithms first; a round of such a
+#: case costs about 0.15 s (the rest, the warm-ups and ``--fill``).  The tuner's
+#: :data:`colltune.tune.timing.MEAN_CALL` is the same bound: below it, a call's timing is noisy
+#: enough that the tuner times it again.
+SHORT_CALL = 0.01
 
 
 def colltune(*args: str, timeout: float = 7200, progress: bool = False) -> str:
@@ -80,11 +91,13 @@ def round_order(cases: int, rnd: int) -> list[int]:
 
 
 def time_job(out: str, collectives: list[str], sizes: list[int], reps: int, warmup: int, rounds: int,
-             fill: float = 0.0) -> None:
-    """Under mpiexec: time every case in each of ``rounds`` rounds (:func:`round_order`); rank 0
-    writes them as JSON to ``out``, each case's median the median of its rounds' and its quartiles
-    the extremes of theirs, so that a disturbance during one round does not make the figure, and
-    each round's median and place in its round beside them."""
+             fill: float = 0.0, short_rounds: int = 0) -> None:
+    """Under mpiexec: time every case in each of ``rounds`` rounds (:func:`round_order`), then
+    each case that ran below :data:`SHORT_CALL` in one of those rounds in further rounds of only
+    such cases until it has ``short_rounds``; rank 0 writes them as JSON to ``out``, each
+    case's median the median of its rounds' and its quartiles the extremes of theirs, so that a
+    disturbance during one round does not make the figure, and each round's median and place in
+    its round beside them (every rank times the same cases: a timing is the slowest rank's)."""
     from mpi4py import MPI
 
     from colltune.algorithms import REGISTRY
@@ -100,16 +113,20 @@ def time_job(out: str, collectives: list[str], sizes: list[int], reps: int, warm
             for name in ["native", *(a.name for a in candidates(coll))]]
     timings: list[list] = [[] for _ in plan]
     places: list[list[int]] = [[] for _ in plan]
-    for rnd in range(rounds):
-        for place, i in enumerate(round_order(len(plan), rnd)):
+    short: list[int] = []
+    for rnd in range(max(rounds, short_rounds)):
+        if rnd == rounds:
+            short = [i for i, found in enumerate(timings) if min(t.median for t in found) < SHORT_CALL]
+        order = round_order(len(plan), rnd) if rnd < rounds else [short[j] for j in round_order(len(short), rnd)]
+        for place, i in enumerate(order):
             coll, size, name, params = plan[i]
             t = time_collective(comm, coll, name, size, params, reps, warmup, rest=REST, fill=fill,
                                 fill_factor=FILL_FACTOR)
             timings[i].append(t)
             places[i].append(place)
             if me == 0:
-                print(f"round {rnd + 1}/{rounds} {coll}/{name} {size} B: {t.median * 1e3:.2f} ms", file=sys.stderr,
-                      flush=True)
+                print(f"round {rnd + 1}/{max(rounds, short_rounds)} {coll}/{name} {size} B: {t.median * 1e3:.2f} ms",
+                      file=sys.stderr, flush=True)
     cases = [{"collective": coll, "algorithm": name, "size": size, "params": params,
               "median": statistics.median(t.median for t in found), "q1": min(t.q1 for t in found),
               "q3": max(t.q3 for t in found), "reps": sum(t.reps for t in found),
@@ -151,7 +168,7 @@ def run_shape(shape: str, args: argparse.Namespace, d: Path) -> Path:
         colltune("testbed", "run", "--name", args.testbed, "--", sys.executable, __file__, "--time-job",
                  str(d / f"times-{tag(shape)}.json"), "--collectives", args.collectives, "--sizes", args.sizes,
                  "--reps", str(args.reps), "--fill", str(args.fill), "--warmup", str(args.warmup), "--rounds",
-                 str(args.rounds), progress=True)
+                 str(args.rounds), "--short-rounds", str(args.short_rounds), progress=True)
     finally:
         subprocess.run([sys.executable, "-m", "colltune", "testbed", "down", "--name", args.testbed], check=False)
     return predict_shape(shape, args, d, probe_s)
@@ -174,7 +191,7 @@ def predict_shape(shape: str, args: argparse.Namespace, d: Path, probe_s: float 
     print(f"[{shape}] predicting {len(cases)} cases ...", flush=True)
     cases = predict_cases(cases, timed["procs"], predictors(profile, topology))
     how = (f"sizes {args.sizes}, {args.reps} runs (up to {FILL_FACTOR}x to fill {args.fill} s) after {args.warmup} "
-           f"warm-ups, root 0, median of {args.rounds} rounds")
+           f"warm-ups, root 0, median of {args.rounds} rounds ({args.short_rounds} below {SHORT_CALL * 1e3:g} ms)")
     prov = profile.provenance.model_copy(update={"source": "benchmarks/fidelity_testbed.py", "notes": (how,)})
     results = FidelityResults(network=f"{shape} {args.hosts} hosts {args.link}", procs=timed["procs"],
                               profile=str(d / f"profile-{tag(shape)}.json"),
@@ -232,6 +249,9 @@ def main() -> None:
                              f"{FILL_FACTOR}x --reps)")
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3, help="time every case in this many rounds (median)")
+    parser.add_argument("--short-rounds", type=int, default=9,
+                        help=f"time a case that ran below {SHORT_CALL * 1e3:g} ms in one of the --rounds in this many rounds in "
+                             "all (median)")
     parser.add_argument("--keep", help="keep the profiles, topologies, times and results in this directory")
     parser.add_argument("--plot", help="figure file per shape: FILE with the shape inserted before .png")
     parser.add_argument("--report", nargs="+", metavar="RESULTS", help="only print the figures of these results files")
@@ -243,7 +263,8 @@ def main() -> None:
 
     sizes = [parse_bytes(s) for s in args.sizes.split(",")]
     if args.time_job:
-        time_job(args.time_job, args.collectives.split(","), sizes, args.reps, args.warmup, args.rounds, args.fill)
+        time_job(args.time_job, args.collectives.split(","), sizes, args.reps, args.warmup, args.rounds, args.fill,
+                 args.short_rounds)
         return
     if args.report:
         for path in args.report:
