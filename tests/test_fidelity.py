@@ -29,6 +29,7 @@ from colltune.report.fidelity import (
     fidelity,
     fidelity_figure,
     predict_cases,
+    predicted_best,
     predictors,
     read_fidelity,
     write_fidelity,
@@ -59,13 +60,13 @@ CASES = [
 
 
 def test_errors_best_share_and_regret_by_hand():
-    p = fidelity(CASES, "p")
+    p = fidelity(CASES, "p", 4)
     errors = [0.5, 0.1 / 1.1, 1.92 / 2.08, 0.0, 0.25, 0.0]
     assert p.cases == 6
     assert p.median_error == pytest.approx(statistics.median(errors))
     assert p.cells == 3 and p.best_within == 2  # (bcast, 10) missed, (bcast, 20) and (gather, 10) hit
     assert p.regret == pytest.approx((1.1 * 1.0 * 1.0) ** (1 / 3))
-    q = fidelity(CASES, "q")
+    q = fidelity(CASES, "q", 4)
     assert q.cases == 5 and q.cells == 2 and q.best_within == 2
     assert q.regret == pytest.approx(math.sqrt(1.0 * 2.08 / 2.0))
     assert q.best_share == 1.0
@@ -74,12 +75,24 @@ def test_errors_best_share_and_regret_by_hand():
 def test_regret_counts_algorithms_the_predictor_cannot_price():
     """The measured best of a cell is taken over every measured algorithm."""
     cells = [case("scatter", "x", 1, 2.0, p=1.0), case("scatter", "y", 1, 3.0, p=2.0), case("scatter", "z", 1, 1.0)]
-    f = fidelity(cells, "p")
+    f = fidelity(cells, "p", 4)
     assert f.cells == 1 and f.best_within == 0 and f.regret == pytest.approx(2.0)
 
 
+@pytest.mark.parametrize("behind, chosen", [(1.0, "recursive_doubling"), (1.04, "recursive_doubling"),
+                                            (1.06, "dissemination")])
+def test_a_near_tie_goes_to_the_algorithm_whose_ranks_talk_to_fewer_peers(behind, chosen):
+    """At P = 8 each rank of the dissemination barrier talks to 5 others, of recursive doubling to 3:
+    predicted within 5 % of each other, the second is chosen whatever the order of their names."""
+    cell = [case("barrier", "dissemination", 0, 2.0, p=1.0), case("barrier", "recursive_doubling", 0, 1.0, p=behind),
+            case("barrier", "tree", 0, 1.5, p=1.2)]
+    assert predicted_best(cell, "p", 8).algorithm == chosen
+    f = fidelity(cell, "p", 8)
+    assert f.best_within == (chosen == "recursive_doubling")
+
+
 def test_a_predictor_without_cases_has_no_figures():
-    f = fidelity(CASES, "nobody")
+    f = fidelity(CASES, "nobody", 4)
     assert f.cases == 0 and f.cells == 0 and math.isnan(f.median_error) and math.isnan(f.regret)
 
 

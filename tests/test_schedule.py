@@ -144,3 +144,38 @@ def test_wildcard_receives_are_valid_but_only_for_the_simulator() -> None:
     exact.send(0, 1, R)
     exact.recv(1, 0, R)
     assert not exact.build().wildcards
+
+
+def test_max_peers_counts_the_distinct_ranks_one_rank_talks_to() -> None:
+    """A rank that sends twice to one rank and receives from it and from another has 2 peers;
+    wildcard sources and local ops count for nothing."""
+    b = ScheduleBuilder(4, recv_bytes=4)
+    b.send(0, 1, R)
+    b.send(0, 1, R, tag=1)
+    b.recv(0, 1, R)
+    b.recv(0, 2, R)
+    b.recv(3, ANY_SOURCE, R)
+    assert b.build().max_peers == 2
+    assert ScheduleBuilder(1, recv_bytes=4).build().max_peers == 0
+
+
+@pytest.mark.parametrize("procs", [1, 2, 3, 5, 8, 13, 64])
+def test_max_peers_of_registered_algorithms_in_closed_form(procs: int) -> None:
+    from colltune.algorithms import REGISTRY
+
+    def peers(coll: str, alg: str) -> int:
+        return REGISTRY.get(coll, alg).schedule(procs, 0, 0 if coll == "barrier" else 4096).max_peers
+
+    others = procs - 1
+    assert peers("allgather", "ring") == min(2, others)
+    assert peers("allgather", "direct") == others
+    assert peers("alltoall", "pairwise_exchange") == others
+    assert peers("gather", "flat_tree") == others
+    assert peers("bcast", "chain") == min(2, others)
+    # recursive doubling at a power of two: one partner per round, r ^ 2^k
+    if procs & (procs - 1) == 0:
+        assert peers("barrier", "recursive_doubling") == procs.bit_length() - 1
+    # dissemination: to r + 2^k and from r - 2^k, which coincide only where 2^(k+1) = P
+    rounds = (procs - 1).bit_length()
+    to = {(d % procs) for d in (1 << k for k in range(rounds))}
+    assert peers("barrier", "dissemination") == len(to | {(-d) % procs for d in to})

@@ -177,6 +177,17 @@ class Schedule:
         return int(self.columns["length"][sends].sum())
 
     @property
+    def max_peers(self) -> int:
+        """The most distinct ranks one rank sends to or receives from (0 without messages;
+        wildcard sources are not counted): over TCP, the most connections one rank uses."""
+        c = self.columns
+        talk = ((c["kind"] == Kind.SEND) | (c["kind"] == Kind.RECV)) & (c["peer"] >= 0)
+        pairs = np.unique(c["rank"][talk].astype(np.int64) * max(self.procs, 1) + c["peer"][talk])
+        if not len(pairs):
+            return 0
+        return int(np.bincount(pairs // max(self.procs, 1)).max())
+
+    @property
     def wildcards(self) -> bool:
         """Whether a receive names :data:`ANY_SOURCE` or :data:`ANY_TAG` (only the simulator runs
         such a schedule: its matching depends on timing)."""

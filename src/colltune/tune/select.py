@@ -18,7 +18,9 @@ and wins where it cannot be priced (no formula for its equivalent, :mod:`colltun
 so a table never picks an algorithm that is not known to be strictly faster than the MPI
 library's own, except that with a tolerance (timed prices) a rule's choice goes on where it is
 within the tolerance of the fastest (:meth:`Tuner.winner`).  Among parameter values that tie, the
-algorithm's default wins.
+algorithm's default wins.  Among predicted prices (``model``, ``simulate``), candidates predicted
+faster than ``native`` and within 5 % of the fastest are a near-tie, which goes to the one whose
+busiest rank talks to the fewest peers (:mod:`colltune.tune.ties`).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import itertools
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from colltune.algorithms import REGISTRY, Algorithm
 from colltune.collectives import get_collective
@@ -40,6 +42,7 @@ from colltune.sim.calls import steady_call
 from colltune.tune.native import native_equivalent
 from colltune.tune.promises import Promises
 from colltune.tune.table import NATIVE, Block, Candidate, DecisionTable, Method, Rule, Sample
+from colltune.tune.ties import fewest_peers_first, peers
 
 
 def _segment_sizes(procs: int, size: int) -> list[int]:
@@ -93,6 +96,23 @@ class Pricer(Protocol):
         ``algorithm`` may be ``native``."""
 
 
+#: ``peers(collective, algorithm, procs, size, params)``: the most ranks one rank of a candidate
+#: exchanges messages with (:func:`colltune.tune.ties.peers`), by which a prediction's near-ties are
+#: broken.
+PeerCount = Callable[[str, str, int, int, dict[str, Any]], int]
+
+#: The methods whose prices are predictions (:mod:`colltune.tune.ties` breaks their near-ties).
+PREDICTED: tuple[Method, ...] = ("model", "simulate")
+
+
+@runtime_checkable
+class CountsPeers(Protocol):
+    """A pricer that says how many peers a candidate's busiest rank has (:data:`PeerCount`)."""
+
+    def peers(self, collective: str, algorithm: str, procs: int, size: int, params: dict[str, Any]) -> int:
+        """:func:`colltune.tune.ties.peers` of the candidate (or of its registry equivalent)."""
+
+
 @dataclass
 class ModelPricer:
     """Prices from the analytic cost formulas of ``model`` (:mod:`colltune.models.costs`)."""
@@ -106,6 +126,10 @@ class ModelPricer:
             algorithm, params = native_equivalent(collective, procs, size)
         p = predict(self.params, self.model, collective, algorithm, procs, size, **params)
         return p.time, p.params
+
+    def peers(self, collective: str, algorithm: str, procs: int, size: int, params: dict[str, Any]) -> int:
+        """:func:`colltune.tune.ties.peers`."""
+        return peers(collective, algorithm, procs, size, params)
 
 
 @dataclass
@@ -133,6 +157,10 @@ class SimPricer:
         except ColltuneError as exc:
             raise Unavailable(f"{collective}/{algorithm}: {exc}") from None
         return total, dict(schedule.meta["params"])
+
+    def peers(self, collective: str, algorithm: str, procs: int, size: int, params: dict[str, Any]) -> int:
+        """:func:`colltune.tune.ties.peers`."""
+        return peers(collective, algorithm, procs, size, params)
 
 
 class Space(Protocol):
@@ -209,6 +237,12 @@ class Tuner:
     #: ``say(line)`` hears of each size where a rule goes on within the tolerance, or its choice is
     #: timed again (:meth:`winner`).
     say: Callable[[str], None] | None = None
+    #: With it, the prices are predictions: a sample's first candidate is, among those predicted
+    #: faster than ``native`` and within :data:`colltune.tune.ties.PREDICTED_TIE` of the fastest,
+    #: the one with the fewest peers (:func:`colltune.tune.ties.fewest_peers_first`); ``native``
+    #: still keeps every size where no candidate is predicted faster.
+    peers: PeerCount | None = None
+    _peer_counts: dict[tuple[Choice, int], int] = field(default_factory=dict)
 
     def sample(self, size: int) -> Sample:
         """Every candidate at ``size`` bytes, each with its best parameters, fastest first."""
@@ -233,6 +267,13 @@ class Tuner:
             if best is not None:
                 found.append(best)
         found.sort(key=_order)
+        if self.peers is not None:
+            native = next((c.time for c in found if c.algorithm == NATIVE), -math.inf)
+            ahead = [c for c in found if c.algorithm != NATIVE and c.time < native]
+            if ahead:
+                first = fewest_peers_first(ahead, lambda c: c.time, lambda c: self._peers_of(
+                    choice(c.algorithm, c.params), size), _order)[0]
+                found = [first, *(c for c in found if c is not first)]
         self.samples[size] = Sample(procs=self.procs, size=size, candidates=tuple(found))
         return self.samples[size]
 
@@ -524,9 +565,24 @@ class Tuner:
         return t
 
     def _beats(self, a: Choice, b: Choice, size: int) -> bool:
-        """True if ``a`` is at least as good as ``b`` at ``size`` (native wins ties)."""
+        """True if ``a`` is at least as good as ``b`` at ``size`` (native wins ties; with
+        :attr:`peers`, a near-tie of two others goes to the one with fewer peers, as in
+        :meth:`sample`, while ``native`` keeps any size where it is not slower, as in
+        :meth:`_winner`)."""
         ta, tb = self.time(a, size), self.time(b, size)
+        if self.peers is not None and NATIVE not in (a[0], b[0]):
+            first = fewest_peers_first([a, b], lambda ch: self.time(ch, size), lambda ch: self._peers_of(ch, size),
+                                       lambda ch: (self.time(ch, size), ch[0] != NATIVE, ch[0]))[0]
+            return first == a
         return ta < tb or (ta == tb and (a[0] == NATIVE or b[0] != NATIVE))
+
+    def _peers_of(self, ch: Choice, size: int) -> int:
+        """:attr:`peers` of ``ch`` at ``size``, asked once."""
+        assert self.peers is not None
+        key = (ch, size)
+        if key not in self._peer_counts:
+            self._peer_counts[key] = self.peers(self.collective, ch[0], self.procs, size, dict(ch[1]))
+        return self._peer_counts[key]
 
     def _interchangeable(self, a: Choice, b: Choice, lo: int, hi: int) -> bool:
         """With a tolerance (timed prices): True if ``b`` (the winner at ``hi``) is within the
@@ -668,14 +724,16 @@ def chain(*checks: RulesCheck) -> RulesCheck:
 def tune_collective(pricer: Pricer, collective: str, procs_list: Iterable[int], max_size: int,
                     resolution: float = 0.0, progress: Callable[[], None] | None = None,
                     space: Space = REGISTRY_SPACE, tolerance: float = 0.0,
-                    check: RulesCheck | None = None, say: Callable[[str], None] | None = None) -> tuple[Block, ...]:
+                    check: RulesCheck | None = None, say: Callable[[str], None] | None = None,
+                    peers: PeerCount | None = None) -> tuple[Block, ...]:
     """The blocks of one collective: rules at each process count of ``procs_list`` for sizes
     0 .. ``max_size`` bytes (a barrier has size 0 only), choosing among ``space``, each passed
-    through ``check`` if given; ``say`` hears where a rule goes on (:attr:`Tuner.say`)."""
+    through ``check`` if given; ``say`` hears where a rule goes on (:attr:`Tuner.say`); with
+    ``peers``, the prices are predictions whose near-ties go to fewer peers (:attr:`Tuner.peers`)."""
     sizes = [0] if get_collective(collective).synchronizes else grid_sizes(max_size)
     per_procs = []
     for procs in sorted(set(procs_list)):
-        t = Tuner(pricer, collective, procs, resolution, space, tolerance, say=say)
+        t = Tuner(pricer, collective, procs, resolution, space, tolerance, say=say, peers=peers)
         rules = t.rules(sizes)
         if check is not None:
             rules = check(collective, procs, rules, sizes, t.samples)
@@ -711,8 +769,9 @@ def build_table(pricer: Pricer, method: Method, collectives: Iterable[str], proc
             from colltune.tune.targets import LibraryPricer, LibrarySpace
 
             space, pricer = LibrarySpace(library, promises or Promises()), LibraryPricer(pricer, library)
-    table = {c: tune_collective(pricer, c, procs_list, max_size, resolution, progress, space, tolerance, check, say)
-             for c in collectives}
+    peers = pricer.peers if method in PREDICTED and isinstance(pricer, CountsPeers) else None
+    table = {c: tune_collective(pricer, c, procs_list, max_size, resolution, progress, space, tolerance, check, say,
+                                peers) for c in collectives}
     return DecisionTable(method=method, model=model, profile=profile, time_unit=time_unit,  # type: ignore[arg-type]
                          native=native, provenance=provenance, collectives=table, library=library,
                          promises=promises or Promises())

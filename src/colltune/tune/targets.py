@@ -375,6 +375,14 @@ class LibraryPricer:
         time, _ = self.inner.price(collective, registry_name, procs, size, registry_params)
         return time, dict(params)
 
+    def peers(self, collective: str, algorithm: str, procs: int, size: int, params: Params) -> int:
+        """:func:`colltune.tune.ties.peers` of the library algorithm's registry equivalent."""
+        from colltune.tune.ties import peers
+
+        if algorithm != NATIVE:
+            algorithm, params = library_algorithm(self.library, collective, algorithm).equivalent(procs, size, params)
+        return peers(collective, algorithm, procs, size, params)
+
 
 def catalogue_markdown(library: str = "mpich") -> str:
     """The catalogue as a markdown table (docs/tune.md)."""

@@ -1,0 +1,85 @@
+"""How a prediction's near-ties are broken: among the candidates predicted within
+:data:`PREDICTED_TIE` of the fastest, the one whose busiest rank talks to the fewest peers.
+
+A prediction cannot tell apart candidates whose predicted times differ by less than its own error,
+and where several algorithms move the same bytes over the same links it prices them exactly alike
+(at 4 KiB on the 8-host testbed, four all-to-alls and the ring and direct all-gathers each within
+0.01 %; the dissemination and recursive-doubling barriers at P = 8).  Until 2026-12-01 the first
+name in alphabetical order took such a tie.  What separated the tied candidates on the testbed was
+how many ranks each rank exchanges messages with (:attr:`colltune.schedule.Schedule.max_peers`):
+over TCP each peer is a connection of its own, with its own window, acknowledgements and progress
+to poll, and where ranks share cores each connection's work waits for one.  In the fidelity runs
+of 2026-11-29 and 2026-12-01 (``benchmarks/fidelity_testbed.py``, both shapes; docs/fidelity.md,
+"Near-ties"): the recursive-doubling barrier (3 peers) ran 1.14-1.90x faster than the
+dissemination barrier (6), the ring all-gather of 4 KiB (2 peers) 1.31x faster than the direct one
+(7), the binomial gather of 4 KiB (3 at the root) 1.11x faster than the synchronised linear one
+(7), and the scatter with a recursive-doubling all-gather (3) 1.17x faster than the one with a
+ring all-gather (5) at 4 KiB, where each pair was predicted within 2 %.
+
+The window is the 5 % by which the fidelity benchmark and issue #18 count a measured choice as
+good as the best: a smaller predicted lead is below the median error of the best predictors on the
+testbed (4.7-7.0 % in those runs), so it says nothing of which is faster.  Measured prices (the
+tuner's ``measure`` and ``hybrid`` methods) are not ordered by this rule: their ties are the
+tuner's tolerance's (:meth:`colltune.tune.select.Tuner.winner`).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from colltune.algorithms import REGISTRY
+from colltune.tune.native import native_equivalent
+from colltune.tune.table import NATIVE
+
+#: Predicted times within this fraction of the fastest are a tie (see the module docstring).
+PREDICTED_TIE = 0.05
+
+#: From this many bytes per rank on, a registered algorithm's peers no longer change with the
+#: size (with its parameters fixed): below it some ranks' blocks are empty and send nothing.  On
+#: every candidate of the seven collectives with data, every parameter value the tuner tries, at
+#: P = 2-64 and sizes above 8 bytes per rank up to 1 MiB (5210 cases, 2026-12-01), the peers at 8
+#: bytes per rank equal those at the size; the largest size at which a peer count still changed
+#: was 16 B at P = 33 (Rabenseifner's reductions, 2 float64 elements).  So :func:`peers` builds the
+#: schedule at no more than this many bytes per rank: building every near-tie at its own size
+#: took 58 of the 61 s of ``colltune tune --profile builtin:ethernet-10g-tcp`` (P = 2-64, up to 4
+#: MiB; 1.4 s without the rule).  tests/test_ties.py checks it.
+SETTLED_BYTES_PER_RANK = 8
+
+T = TypeVar("T")
+
+
+def peers(collective: str, algorithm: str, procs: int, size: int, params: dict[str, Any]) -> int:
+    """The most distinct ranks one rank of ``algorithm``'s schedule (root 0, blocks of ``size``
+    bytes, ``procs`` ranks) exchanges messages with, counted on its schedule at no more than
+    :data:`SETTLED_BYTES_PER_RANK` bytes per rank; ``native`` counts as the registry algorithm it
+    stands for at ``size`` (:func:`colltune.tune.native.native_equivalent`)."""
+    if algorithm == NATIVE:
+        algorithm, params = native_equivalent(collective, procs, size)
+    frozen = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in params.items()))
+    return _peers_at(collective, algorithm, procs, min(size, SETTLED_BYTES_PER_RANK * procs), frozen)
+
+
+@functools.lru_cache(maxsize=4096)
+def _peers_at(collective: str, algorithm: str, procs: int, size: int, params: tuple[tuple[str, Any], ...]) -> int:
+    """:attr:`colltune.schedule.Schedule.max_peers` of one registry schedule (a pure function of
+    its arguments, so remembered: a tune asks it of the same choices at every bisected size)."""
+    return REGISTRY.get(collective, algorithm).schedule(procs, 0, size, **dict(params)).max_peers
+
+
+def fewest_peers_first(items: Sequence[T], time: Callable[[T], float], peers_of: Callable[[T], int],
+                       order: Callable[[T], Any]) -> list[T]:
+    """``items`` sorted by ``order``, except that the first is, among the items whose ``time`` is
+    within :data:`PREDICTED_TIE` of the fastest, the one with the fewest ``peers_of`` (then the
+    first by ``order``); ``peers_of`` is asked only of those."""
+    ranked = sorted(items, key=order)
+    if len(ranked) < 2:
+        return ranked
+    fastest = min(time(x) for x in ranked)
+    near = [x for x in ranked if time(x) <= fastest * (1 + PREDICTED_TIE)]
+    if len(near) < 2:
+        return ranked
+    counts = [peers_of(x) for x in near]
+    chosen = near[counts.index(min(counts))]
+    return [chosen, *(x for x in ranked if x is not chosen)]

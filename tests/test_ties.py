@@ -1,0 +1,86 @@
+"""How predicted near-ties are broken (colltune.tune.ties), the same rule in the tuner and in the
+fidelity benchmark's figures."""
+
+from __future__ import annotations
+
+import pytest
+
+from colltune.algorithms import REGISTRY
+from colltune.profiles.format import Provenance
+from colltune.tune import NATIVE, build_table
+from colltune.tune.select import REGISTRY_SPACE, candidates
+from colltune.tune.ties import PREDICTED_TIE, SETTLED_BYTES_PER_RANK, fewest_peers_first, peers
+
+
+def test_the_fewest_peers_win_only_within_the_window():
+    items = [("a", 1.0, 5), ("b", 1.0 + PREDICTED_TIE / 2, 3), ("c", 1.0 + 2 * PREDICTED_TIE, 1), ("d", 2.0, 0)]
+    asked = []
+
+    def count(x):
+        asked.append(x[0])
+        return x[2]
+
+    got = fewest_peers_first(items, lambda x: x[1], count, lambda x: (x[1], x[0]))
+    assert [x[0] for x in got] == ["b", "a", "c", "d"]
+    assert sorted(asked) == ["a", "b"]  # only the near-ties are asked
+    # equal peers: the first by order; one alone, or an unpriceable fastest: order only
+    same = fewest_peers_first([("y", 1.01, 2), ("x", 1.0, 2)], lambda x: x[1], lambda x: x[2], lambda x: x[1])
+    assert [x[0] for x in same] == ["x", "y"]
+    assert fewest_peers_first([("x", float("-inf"), 9), ("y", 1.0, 1)], lambda x: x[1], lambda x: x[2],
+                              lambda x: x[1])[0][0] == "x"
+    assert fewest_peers_first([], lambda x: 0.0, lambda x: 0, lambda x: 0) == []
+
+
+def test_native_counts_as_the_algorithm_it_stands_for():
+    from colltune.tune.native import native_equivalent
+
+    name, params = native_equivalent("allgather", 8, 4096)
+    assert peers("allgather", NATIVE, 8, 4096, {}) == peers("allgather", name, 8, 4096, params)
+
+
+class Equal:
+    """Prices every candidate of a collective alike (1 ms; native 2 ms), as a model that moves the
+    same bytes over the same links would; counts peers as colltune.tune.ties does."""
+
+    def price(self, collective, algorithm, procs, size, params):
+        return (2e-3 if algorithm == NATIVE else 1e-3), dict(params)
+
+    def peers(self, collective, algorithm, procs, size, params):
+        return peers(collective, algorithm, procs, size, params)
+
+
+@pytest.mark.parametrize("method, chosen", [("simulate", "recursive_doubling"), ("model", "recursive_doubling"),
+                                            ("measure", "dissemination")])
+def test_a_predicting_tuner_breaks_a_tie_by_peers_and_a_timing_one_does_not(method, chosen):
+    """Predicted alike, the recursive-doubling barrier (3 peers at P = 8) is chosen over the
+    dissemination barrier (5), whose name comes first; measured prices keep the order of the
+    sample (time, then name)."""
+    table = build_table(Equal(), method, ["barrier"], [8], 0, Provenance(source="tests"))
+    assert table.lookup("barrier", 8, 0)[0] == chosen
+
+
+def test_a_predicted_crossover_between_near_ties_follows_the_peers():
+    """Two all-gathers predicted 2 % apart, the one with fewer peers slower: it holds every size
+    but 0, where neither sends a message (no peers), so the faster one does."""
+
+    class Close(Equal):
+        def price(self, collective, algorithm, procs, size, params):
+            t = {"ring": 1.02e-3, "direct": 1e-3}.get(algorithm, 5e-3)
+            return t * (1 + size / 1e6), dict(params)
+
+    table = build_table(Close(), "simulate", ["allgather"], [8], 1 << 16, Provenance(source="tests"))
+    assert table.lookup("allgather", 8, 0)[0] == "direct"
+    assert {table.lookup("allgather", 8, s)[0] for s in (1, 2, 4095, 4096, 1 << 16)} == {"ring"}
+
+
+@pytest.mark.parametrize("collective", ["bcast", "scatter", "gather", "allgather", "alltoall", "reduce", "allreduce"])
+@pytest.mark.parametrize("procs", [3, 8, 13])
+def test_peers_are_counted_where_they_no_longer_change_with_the_size(collective, procs):
+    """Every candidate with every parameter value the tuner tries has, at 4 and 256 KiB, the peers
+    of its schedule at SETTLED_BYTES_PER_RANK bytes per rank, which peers() counts."""
+    for alg in candidates(collective):
+        for size in (4096, 1 << 18):
+            for params in REGISTRY_SPACE.combos(collective, alg.name, procs, size):
+                full = REGISTRY.get(collective, alg.name).schedule(procs, 0, size, **params).max_peers
+                assert peers(collective, alg.name, procs, size, params) == full, (alg.name, size, params)
+    assert SETTLED_BYTES_PER_RANK * procs < 4096
