@@ -179,27 +179,31 @@ CAN_TESTBED = os.geteuid() == 0 and shutil.which("ip") is not None and shutil.wh
 @pytest.mark.skipif(not CAN_TESTBED, reason="the testbed needs root and iproute2 (ip, tc)")
 def test_a_small_fidelity_run_on_a_four_host_testbed_predicts_within_a_bound(tmp_path):
     """The benchmark, small: a 4-host, 100 Mbit/s star, a quick probe given the testbed's topology,
-    every broadcast, gather and all-to-all at 64 KiB in two rounds, the second in another order;
-    the profile's default predictor (over the topology, for an endpoint model) prices every case
-    with a median error within 30 %, and the claims print."""
+    every broadcast, gather and all-to-all at 64 KiB in two rounds, the second in another order,
+    and a third for the cases that ran below 10 ms in one of them; the profile's default predictor
+    (over the topology, for an endpoint model) prices every case with a median error within 30 %,
+    and the claims print."""
     from helpers import run_bounded
 
     res = run_bounded([sys.executable, str(ROOT / "benchmarks" / "fidelity_testbed.py"), "--shapes", "star",
                        "--hosts", "4", "--collectives", "bcast,gather,alltoall", "--sizes", "64KiB", "--probe",
-                       "quick", "--rounds", "2", "--reps", "3", "--warmup", "1", "--testbed", "ctfid",
+                       "quick", "--rounds", "2", "--short-rounds", "3", "--reps", "3", "--warmup", "1", "--testbed", "ctfid",
                        "--keep", str(tmp_path)], 600, "the fidelity benchmark")
     assert res.returncode == 0, f"stdout:\n{res.stdout[-3000:]}\nstderr:\n{res.stderr[-3000:]}"
     results = read_fidelity(tmp_path / "fidelity-star.json")
     timed = json.loads((tmp_path / "times-star.json").read_text())["cases"]
     first, second = ([c["places"][r] for c in timed] for r in (0, 1))
-    assert all(len(c["rounds"]) == 2 for c in timed) and first == list(range(len(timed)))
+    assert first == list(range(len(timed)))
     assert sorted(second) == first and second != first, "the second round did not time the cases in another order"
+    short = [c for c in timed if min(c["rounds"][:2]) < 0.01]
+    assert all(len(c["rounds"]) == (3 if c in short else 2) for c in timed)
+    assert sorted(c["places"][2] for c in short) == list(range(len(short)))
     profile = read_profile(tmp_path / "profile-star.json")  # the probe kept the testbed's topology
     assert profile.topology is not None and profile.topology.procs == results.procs == 4
     assert results.default_predictor == default_predictor(profile, 4)
     measured = [c for c in results.cases if c.algorithm != "native"]
     assert len(measured) == sum(len(candidates(c)) for c in ("bcast", "gather", "alltoall"))
-    f = fidelity(measured, results.default_predictor)
+    f = fidelity(measured, results.default_predictor, results.procs)
     assert f.cases == len(measured) and f.median_error <= 0.30, f
     assert "paper 000 gather coordinated / flat_tree 64 KiB: measured" in res.stdout
     assert "ctfid" not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout

@@ -242,10 +242,10 @@ class Tuner:
     #: the one with the fewest peers (:func:`colltune.tune.ties.fewest_peers_first`); ``native``
     #: still keeps every size where no candidate is predicted faster.
     peers: PeerCount | None = None
-    _peer_counts: dict[tuple[Choice, int], int] = field(default_factory=dict)
 
     def sample(self, size: int) -> Sample:
-        """Every candidate at ``size`` bytes, each with its best parameters, fastest first."""
+        """Every candidate at ``size`` bytes, each with its best parameters, fastest first (with
+        :attr:`peers`, the near-tie it chooses first)."""
         if size in self.samples:
             return self.samples[size]
         found: list[Candidate] = []
@@ -572,17 +572,14 @@ class Tuner:
         ta, tb = self.time(a, size), self.time(b, size)
         if self.peers is not None and NATIVE not in (a[0], b[0]):
             first = fewest_peers_first([a, b], lambda ch: self.time(ch, size), lambda ch: self._peers_of(ch, size),
-                                       lambda ch: (self.time(ch, size), ch[0] != NATIVE, ch[0]))[0]
+                                       lambda ch: (self.time(ch, size), ch[0]))[0]
             return first == a
         return ta < tb or (ta == tb and (a[0] == NATIVE or b[0] != NATIVE))
 
     def _peers_of(self, ch: Choice, size: int) -> int:
-        """:attr:`peers` of ``ch`` at ``size``, asked once."""
+        """:attr:`peers` of ``ch`` at ``size`` (:func:`colltune.tune.ties.peers` remembers them)."""
         assert self.peers is not None
-        key = (ch, size)
-        if key not in self._peer_counts:
-            self._peer_counts[key] = self.peers(self.collective, ch[0], self.procs, size, dict(ch[1]))
-        return self._peer_counts[key]
+        return self.peers(self.collective, ch[0], self.procs, size, dict(ch[1]))
 
     def _interchangeable(self, a: Choice, b: Choice, lo: int, hi: int) -> bool:
         """With a tolerance (timed prices): True if ``b`` (the winner at ``hi``) is within the
