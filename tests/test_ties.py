@@ -40,13 +40,10 @@ def test_native_counts_as_the_algorithm_it_stands_for():
 
 class Equal:
     """Prices every candidate of a collective alike (1 ms; native 2 ms), as a model that moves the
-    same bytes over the same links would; counts peers as colltune.tune.ties does."""
+    same bytes over the same links would."""
 
     def price(self, collective, algorithm, procs, size, params):
         return (2e-3 if algorithm == NATIVE else 1e-3), dict(params)
-
-    def peers(self, collective, algorithm, procs, size, params):
-        return peers(collective, algorithm, procs, size, params)
 
 
 @pytest.mark.parametrize("method, chosen", [("simulate", "recursive_doubling"), ("model", "recursive_doubling"),

@@ -31,7 +31,7 @@ from colltune.tune.export import (
 )
 from colltune.tune.libraries import OPENMPI, OPENMPI_IDS, OPENMPI_ROOT_SIZED, openmpi_rule_problem
 from colltune.tune.table import fixed_table
-from colltune.tune.ties import PREDICTED_TIE
+from colltune.tune.ties import PREDICTED_TIE, peers
 
 MPI_DIR = Path(__file__).parent / "mpi"
 MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
@@ -60,7 +60,7 @@ def test_every_boundary_is_the_exact_crossover_of_the_two_candidates(table):
     crossings = ties = 0
     for coll, blocks in table.collectives.items():
         for block in blocks:
-            t = Tuner(PRICER, coll, block.tuned_at[0], peers=PRICER.peers)
+            t = Tuner(PRICER, coll, block.tuned_at[0], peers=peers)
             for below, above in zip(block.rules, block.rules[1:]):
                 edge = above.size_min
                 # a size exactly on the boundary belongs to the rule above, one byte less to the one below

@@ -182,10 +182,8 @@ class Schedule:
         wildcard sources are not counted): over TCP, the most connections one rank uses."""
         c = self.columns
         talk = ((c["kind"] == Kind.SEND) | (c["kind"] == Kind.RECV)) & (c["peer"] >= 0)
-        pairs = np.unique(c["rank"][talk].astype(np.int64) * max(self.procs, 1) + c["peer"][talk])
-        if not len(pairs):
-            return 0
-        return int(np.bincount(pairs // max(self.procs, 1)).max())
+        pairs = np.unique(c["rank"][talk].astype(np.int64) * self.procs + c["peer"][talk])
+        return int(np.bincount(pairs // self.procs).max()) if len(pairs) else 0
 
     @property
     def wildcards(self) -> bool:

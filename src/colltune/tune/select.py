@@ -29,7 +29,7 @@ import itertools
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol
 
 from colltune.algorithms import REGISTRY, Algorithm
 from colltune.collectives import get_collective
@@ -105,14 +105,6 @@ PeerCount = Callable[[str, str, int, int, dict[str, Any]], int]
 PREDICTED: tuple[Method, ...] = ("model", "simulate")
 
 
-@runtime_checkable
-class CountsPeers(Protocol):
-    """A pricer that says how many peers a candidate's busiest rank has (:data:`PeerCount`)."""
-
-    def peers(self, collective: str, algorithm: str, procs: int, size: int, params: dict[str, Any]) -> int:
-        """:func:`colltune.tune.ties.peers` of the candidate (or of its registry equivalent)."""
-
-
 @dataclass
 class ModelPricer:
     """Prices from the analytic cost formulas of ``model`` (:mod:`colltune.models.costs`)."""
@@ -126,10 +118,6 @@ class ModelPricer:
             algorithm, params = native_equivalent(collective, procs, size)
         p = predict(self.params, self.model, collective, algorithm, procs, size, **params)
         return p.time, p.params
-
-    def peers(self, collective: str, algorithm: str, procs: int, size: int, params: dict[str, Any]) -> int:
-        """:func:`colltune.tune.ties.peers`."""
-        return peers(collective, algorithm, procs, size, params)
 
 
 @dataclass
@@ -157,10 +145,6 @@ class SimPricer:
         except ColltuneError as exc:
             raise Unavailable(f"{collective}/{algorithm}: {exc}") from None
         return total, dict(schedule.meta["params"])
-
-    def peers(self, collective: str, algorithm: str, procs: int, size: int, params: dict[str, Any]) -> int:
-        """:func:`colltune.tune.ties.peers`."""
-        return peers(collective, algorithm, procs, size, params)
 
 
 class Space(Protocol):
@@ -760,15 +744,16 @@ def build_table(pricer: Pricer, method: Method, collectives: Iterable[str], proc
         raise ParameterError(f"process counts must be >= 1, got {list(procs_list)}")
     if max_size < 0:
         raise ParameterError(f"the largest size must be >= 0 bytes, got {max_size}")
+    count: PeerCount | None = peers if method in PREDICTED else None
     if space is None:
         space = REGISTRY_SPACE
         if library != "colltune":
             from colltune.tune.targets import LibraryPricer, LibrarySpace
 
             space, pricer = LibrarySpace(library, promises or Promises()), LibraryPricer(pricer, library)
-    peers = pricer.peers if method in PREDICTED and isinstance(pricer, CountsPeers) else None
+            count = pricer.peers if count is not None else None
     table = {c: tune_collective(pricer, c, procs_list, max_size, resolution, progress, space, tolerance, check, say,
-                                peers) for c in collectives}
+                                count) for c in collectives}
     return DecisionTable(method=method, model=model, profile=profile, time_unit=time_unit,  # type: ignore[arg-type]
                          native=native, provenance=provenance, collectives=table, library=library,
                          promises=promises or Promises())
