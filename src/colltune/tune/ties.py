@@ -11,11 +11,11 @@ over TCP each peer is a connection of its own, with its own window, acknowledgem
 to poll, and where ranks share cores each connection's work waits for one.  In the fidelity runs
 of 2026-11-29 and 2026-12-01 (``benchmarks/fidelity_testbed.py``, both shapes; docs/fidelity.md,
 "2026-12-01"), where each pair was predicted within 2 %: the recursive-doubling barrier (3 peers
-at P = 8) ran 1.07-1.90x faster than the dissemination barrier (5) in 7 of 8 measurements, the
-ring all-gather of 4 KiB (2 peers) 1.31-2.10x faster than the direct one (7) in 6 of 6, the
+at P = 8) ran 1.02-1.90x faster than the dissemination barrier (5) in 9 of 10 measurements, the
+ring all-gather of 4 KiB (2 peers) 1.31-2.10x faster than the direct one (7) in 8 of 8, the
 binomial gather of 4 KiB (3 at the root) 1.04-1.11x faster than the synchronised linear one (7) in
-6 of 6, and the broadcast by scatter and recursive-doubling all-gather (3) 1.09-1.73x faster than
-by scatter and ring all-gather (5) at 4 KiB in 7 of 7.
+8 of 8, and the broadcast by scatter and recursive-doubling all-gather (3) 1.09-1.81x faster than
+by scatter and ring all-gather (5) at 4 KiB in 9 of 9.
 
 The window is the 5 % by which the fidelity benchmark and issue #18 count a measured choice as
 good as the best: a smaller predicted lead is below the median error of the best predictors on the
