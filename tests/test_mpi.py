@@ -186,6 +186,13 @@ def test_quick_probe_writes_a_consistent_profile(procs: int, topology: str | Non
     assert profile.default_network in NETWORKS and len(profile.measurements["check"].points) == checks
     # then as many cases again where the two best models of the check disagree most
     assert len(profile.measurements["check_discriminating"].points) == len(CHECKS)
+    # and the algorithms the best models would choose where they disagree; the default is one of them
+    from colltune.probe.choices import FINALISTS
+
+    chosen = profile.measurements["check_choices"]
+    finalists = chosen.method.split("the network models ")[1].split(" would choose")[0].split(", ")
+    assert 2 <= len(finalists) <= FINALISTS and profile.default_network in finalists
+    assert len(chosen.points) == len(chosen.x) and all(p.median > 0 for p in chosen.points)
     assert any(note.startswith(f"default_network {profile.default_network}:") for note in prov.notes)
     if topology is None:
         assert profile.topology is None

@@ -34,10 +34,12 @@ What is measured, and how (kernels in :mod:`colltune.probe.measure`, fits in
   topology (:meth:`colltune.sim.topology.Topology.trunk_duplex_factor`);
 - a check: the times of a few collectives (:data:`CHECKS`) at a few sizes, run by colltune's
   executor, then of as many more cases again on which the two network models that predict the
-  first ones best disagree most (:func:`discriminating_cases`), which choose the profile's
-  ``default_network``, the simulator's network model that predicts them all best
-  (:func:`choose_network`); the analytic ``default_model`` stays pLogP, whose formulas cover the
-  most algorithms.
+  first ones best disagree most (:func:`discriminating_cases`), and of the algorithms that the
+  :data:`colltune.probe.choices.FINALISTS` models best on the first ones would choose where their
+  choices differ (:mod:`colltune.probe.choices`): the profile's ``default_network`` is the
+  finalist whose choices ran fastest, among equals the one that predicts every case of the check
+  best (:func:`choose_network`); the analytic ``default_model`` stays pLogP, whose formulas cover
+  the most algorithms.
 
 Every quantity is kept in the profile's ``measurements`` with its median, quartiles, repetitions
 and rejected outliers; every fit in ``fits`` with its residuals.
@@ -71,11 +73,13 @@ from colltune.models.params import (
     floor_log2,
 )
 from colltune.probe import fit
+from colltune.probe.choices import FINALISTS, choice_scores, choose_by_choices, disputed, model_choices
 from colltune.probe.cores import shift_excess
 from colltune.probe.measure import Meter
 from colltune.probe.stats import derived, series, summarise
 from colltune.probe.trunks import trunk_distance, trunk_shift_time
 from colltune.profiles.format import Fit, Models, Profile, Provenance, Series
+from colltune.report.fidelity import BEST_TOLERANCE
 from colltune.runtime.quiet import sleep_until
 from colltune.sim import NETWORKS, Topology, topology_for
 from colltune.sim.calls import steady_call
@@ -553,19 +557,40 @@ def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, to
                  "communicate at once (paper 000's a p, from the concurrent ping-pong pairs)")
     _, first = choose_network(models, P, cases, [t.median for t in checks], topology)
     extra = discriminating_cases(models, P, first, plan.check_sizes, cases, len(CHECKS), topology)
-    step(f"check: {len(extra)} more cases, where the two best network models disagree most")
-    more = second.lead(extra)
+    finalists = sorted(first, key=lambda n: (first[n], n))[:FINALISTS]
+    choices = model_choices(models, P, finalists, plan.check_sizes, topology)
+    chosen = [case for case in disputed(choices) if case not in cases and case not in extra]
+    step(f"check: {len(extra)} more cases, where the two best network models disagree most, and {len(chosen)} "
+         f"algorithms that the {len(finalists)} best would choose where they disagree")
+    more = second.lead([*extra, *chosen])
+    more, picked = more[:len(extra)], more[len(extra):]
     m["check_discriminating"] = derived(
         "s", "case", range(len(extra)), [t.median for t in more], [(t.q3 - t.q1) / 2 for t in more],
         [t.reps for t in more], "the slowest rank's median time of " + ", ".join(f"{c}/{a} {s} B" for c, a, s in extra)
         + ": the cases on which the two network models that predict the check best disagree most")
-    network, errors = choose_network(models, P, [*cases, *extra], [t.median for t in (*checks, *more)], topology)
+    m["check_choices"] = derived(
+        "s", "case", range(len(chosen)), [t.median for t in picked], [(t.q3 - t.q1) / 2 for t in picked],
+        [t.reps for t in picked], "the slowest rank's median time of " +
+        (", ".join(f"{c}/{a} {s} B" for c, a, s in chosen) or "no case") +
+        f": the algorithms that the network models {', '.join(finalists)} would choose where they disagree, "
+        "beyond those timed before")
+    timed = [*cases, *extra, *chosen]
+    measured = [t.median for t in (*checks, *more, *picked)]
+    _, errors = choose_network(models, P, timed, measured, topology)
+    scores = choice_scores(choices, dict(zip(timed, measured, strict=True)))
+    network = choose_by_choices(scores, errors)
     over = "" if topology is None else f" (endpoint models carried over topology {topology.name!r})"
     ranked = ", ".join(f"{n} {e:.0%}" for n, e in sorted(errors.items(), key=lambda ne: ne[1]))
-    ranked_first = ", ".join(f"{n} {e:.0%}" for n, e in sorted(first.items(), key=lambda ne: ne[1])[:2])
-    notes.append(f"default_network {network}: the network model with the smallest check error (the mean of the "
-                 f"median and the 90th percentile of the relative errors) on the check and the {len(extra)} cases "
-                 f"where the two best on the check ({ranked_first}) disagree most{over} ({ranked})")
+    ranked_first = ", ".join(f"{n} {first[n]:.0%}" for n in finalists)
+    cells = sorted({(c, s) for c, _, s in disputed(choices)})
+    notes.append(f"default_network {network}: of the {len(finalists)} network models with the smallest check error "
+                 f"on the check ({ranked_first}; the mean of the median and the 90th percentile of the relative "
+                 f"errors), the one whose choices ran fastest in the {len(cells)} cells where they choose "
+                 f"differently (" + (", ".join(f"{c} {s} B" for c, s in cells) or "none") + "; measured over the "
+                 f"fastest choice, a choice within {BEST_TOLERANCE:.0%} of it counting as 1, geometric mean: " +
+                 ", ".join(f"{n} {scores[n]:.3f}" for n in finalists) + "), then the smallest check error on "
+                 f"every case of the check, the {len(extra)} where the two best disagree most and the chosen "
+                 f"algorithms{over} ({ranked})")
 
     when = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     command = "colltune probe" + ("" if mode == "default" else f" --{mode}")
