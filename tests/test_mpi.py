@@ -189,10 +189,13 @@ def test_quick_probe_writes_a_consistent_profile(procs: int, topology: str | Non
     # and the algorithms the best models would choose where they disagree; the default is one of them
     from colltune.probe.choices import FINALISTS
 
-    chosen = profile.measurements["check_choices"]
-    finalists = chosen.method.split("the network models ")[1].split(" would choose")[0].split(", ")
+    note = next(n for n in prov.notes if n.startswith("default_network "))
+    finalists = [n.split()[0] for n in note.split("on the check (")[1].split("; the mean")[0].split(", ")]
     assert 2 <= len(finalists) <= FINALISTS and profile.default_network in finalists
-    assert len(chosen.points) == len(chosen.x) and all(p.median > 0 for p in chosen.points)
+    if "check_choices" in profile.measurements:  # where the finalists choose alike, nothing more is timed
+        chosen = profile.measurements["check_choices"]
+        assert chosen.method.count("/") == len(chosen.points) == len(chosen.x) > 0
+        assert f"network models {', '.join(finalists)} would choose" in chosen.method
     assert any(note.startswith(f"default_network {profile.default_network}:") for note in prov.notes)
     if topology is None:
         assert profile.topology is None

@@ -7,7 +7,16 @@ import pytest
 
 from colltune.algorithms import REGISTRY
 from colltune.errors import ColltuneError
-from colltune.probe.choices import choice_scores, choose_by_choices, disputed, model_choices
+from colltune.probe.choices import (
+    SHORT_ROUNDS,
+    choice_scores,
+    choose_by_choices,
+    disputed,
+    in_rounds,
+    model_choices,
+    price_cells,
+    short_cases,
+)
 from colltune.profiles import builtin
 from colltune.sim import NETWORKS, star
 from colltune.sim.calls import steady_call
@@ -24,7 +33,7 @@ def test_each_model_chooses_a_near_fastest_algorithm_with_the_fewest_peers(procs
     models = builtin("ethernet-10g-tcp").models
     topology = star(procs, 1.25e7)
     networks = ["hockney", "plogp", "logp"]
-    choices = model_choices(models, procs, networks, SIZES, topology)
+    choices = model_choices(price_cells(models, procs, networks, SIZES, topology), procs)
     assert set(choices) == set(networks)
     for net, cells in choices.items():
         params = getattr(models, NETWORKS[net].params)
@@ -80,7 +89,7 @@ def test_times_that_one_model_predicts_choose_that_model_by_its_choices():
     whose choices ran slower."""
     models = builtin("ethernet-10g-tcp").models
     procs, topology = 8, None  # endpoint models alone: over a 100 Mbit/s star their choices agree
-    choices = model_choices(models, procs, ["hockney", "logp", "loggops"], SIZES, topology)
+    choices = model_choices(price_cells(models, procs, ["hockney", "logp", "loggops"], SIZES, topology), procs)
     cases = disputed(choices)
     assert len(cases) > 10
     measured = {(c, a, s): steady_call(REGISTRY.get(c, a).schedule(procs, 0, s), "hockney", models.hockney,
@@ -92,3 +101,23 @@ def test_times_that_one_model_predicts_choose_that_model_by_its_choices():
     errors = {"hockney": 0.9, "logp": 0.1, "loggops": 0.2}
     assert scores[choose_by_choices(scores, errors)] == 1.0
     assert choose_by_choices({n: scores[n] for n in ["hockney", *slower]}, errors) == "hockney"
+
+
+def test_short_cases_are_those_every_model_prices_below_the_bound():
+    prices = {"a": {("bcast", 4096): {"chain": 0.002, "binomial_tree": 0.02}, ("barrier", 0): {"linear": 0.001}},
+              "b": {("bcast", 4096): {"chain": 0.004, "binomial_tree": 0.005}}}
+    cases = [("bcast", "chain", 4096), ("bcast", "binomial_tree", 4096), ("barrier", "linear", 0)]
+    # binomial_tree: a prices it above; the barrier: b does not price it
+    assert short_cases(cases, prices, 0.01) == [("bcast", "chain", 4096)]
+    assert short_cases(cases, prices, 0.001) == []
+
+
+def test_short_cases_come_back_in_turned_rounds():
+    """Each short case is timed in SHORT_ROUNDS rounds in all, the first with every case; in each
+    later round the short ones come in an order turned by one more place."""
+    x, y, z, w = (("bcast", n, 4096) for n in ("a", "b", "c", "d"))
+    order = in_rounds([x, y, z, w], [x, z, w])
+    assert order[:4] == [x, y, z, w]
+    assert [order.count(c) for c in (x, y, z, w)] == [SHORT_ROUNDS, 1, SHORT_ROUNDS, SHORT_ROUNDS]
+    assert order[4:7] == [z, w, x] and order[7:10] == [w, x, z]
+    assert in_rounds([x, y], []) == [x, y]

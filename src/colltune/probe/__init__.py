@@ -2,6 +2,8 @@
 
 - :mod:`colltune.probe.stats`: medians, quartiles and Tukey's outlier rule;
 - :mod:`colltune.probe.fit`: from measured medians to parameter sets, with residuals (no MPI);
+- :mod:`colltune.probe.choices`: the check's finalists judged by the algorithms they would
+  choose (no MPI);
 - :mod:`colltune.probe.measure` and :mod:`colltune.probe.run`: the measurements under mpiexec
   and :func:`colltune.probe.run.probe`, which returns a profile.  They import mpi4py, so they are
   not imported here.
@@ -25,8 +27,10 @@ from colltune.probe.fit import (
     loaded_latency,
     with_loaded_latency,
 )
+from colltune.probe.choices import FINALISTS, choice_scores, choose_by_choices, disputed, model_choices
 from colltune.probe.stats import summarise
 
-__all__ = ["Incast", "eager_threshold", "epsilon_s", "epsilon_t", "fit_cluster_latency", "fit_duplex",
-           "fit_hockney", "fit_incast", "fit_loggp", "fit_message_cpu", "fit_piecewise", "fit_plogp", "fit_tree",
-           "fit_trunk_duplex", "loaded_latency", "summarise", "with_loaded_latency"]
+__all__ = ["FINALISTS", "Incast", "choice_scores", "choose_by_choices", "disputed", "eager_threshold", "epsilon_s",
+           "epsilon_t", "fit_cluster_latency", "fit_duplex", "fit_hockney", "fit_incast", "fit_loggp",
+           "fit_message_cpu", "fit_piecewise", "fit_plogp", "fit_tree", "fit_trunk_duplex", "loaded_latency",
+           "model_choices", "summarise", "with_loaded_latency"]

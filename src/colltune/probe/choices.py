@@ -3,16 +3,17 @@ are told apart by the algorithms they would choose.
 
 The check's errors (:func:`colltune.probe.run.choose_network`) rank the network models by how
 close their times come to a few measured collectives; but the tuner uses a model to choose, and
-on the 8-host testbed the first :data:`FINALISTS` models of the check were within 2 points of
-each other in every run of 2026-12-01 (``hockney``, ``plogp``, ``logp`` and ``latency``: 16.9-18.8 %
-on the star and 12.6-13.2 % on tree:2 in the last, the fifth 4.4 points behind or more), so that
-the choice among them changed from run to run, while over the fidelity benchmark's 22 cells their
-choices differed: ``hockney`` chose within 5 % of the measured best in 21 of 22 cells on the star,
-``latency`` in 19 and ``plogp`` in 18.  So the probe asks each finalist which algorithm it would
+on the 8-host testbed the check's four best models were the same four in every run of
+2026-12-01, within 2-5 points of each other (``hockney``, ``plogp``, ``logp`` and ``latency``:
+16.9-18.8 % on the star and 12.6-13.2 % on tree:2 in the run of 22:00, the fifth 4.4 points
+behind or more), and which of them the check chose changed from run to run, while over the
+fidelity benchmark's 22 cells their choices differed (that run's star: ``hockney`` within 5 % of
+the measured best in 21 of 22 cells, ``latency`` in 19, ``plogp`` and ``logp`` in 18).  So the probe asks each finalist which algorithm it would
 choose in each cell (a collective at a check size, every registered algorithm with its default
 parameters, near-ties broken as the tuner breaks them: :func:`colltune.tune.ties.fewest_peers_first`),
-times the algorithms chosen in the cells where the finalists disagree (3-4 cells, 8-10 cases
-there), and keeps the finalist whose choices were measured fastest (:func:`choose_by_choices`).
+times the algorithms chosen in the cells where the finalists disagree (3-6 cells, 6-9 cases
+beyond those the check timed already; those priced below 10 ms in :data:`SHORT_ROUNDS` rounds),
+and keeps the finalist whose choices were measured fastest (:func:`choose_by_choices`).
 """
 
 from __future__ import annotations
@@ -33,20 +34,30 @@ from colltune.tune.ties import fewest_peers_first, peers
 #: How many network models, the best of the check's first cases, the check by choices compares
 #: (see the module docstring).
 FINALISTS = 4
+#: Rounds in which the check times a disputed case that every finalist prices below
+#: :data:`colltune.tune.timing.MEAN_CALL` (10 ms), the median of the rounds' medians counting: as
+#: ``benchmarks/fidelity_testbed.py`` times such cases (``--short-rounds 9``).  Timed once (7 runs
+#: in a row), the check's cases of 4 KiB ran 0.85-1.49x their time in the benchmark on the star
+#: of 2026-12-01 (the pairwise all-to-all 1.24x, which made ``hockney``'s choice there look 1.18x
+#: slower than another and cost it the choice); a round of one costs 10-40 ms.
+SHORT_ROUNDS = 9
 
 Case = tuple[str, str, int]  # (collective, algorithm, block size in bytes)
 Cell = tuple[str, int]  # (collective, block size in bytes)
 
 
-def model_choices(models: Models, procs: int, networks: Sequence[str], sizes: Sequence[int],
-                  topology: Topology | None = None) -> dict[str, dict[Cell, str]]:
-    """Which registered algorithm (default parameters, root 0) each network model of ``networks``
-    chooses in each cell (collective, block size in bytes; a barrier's at size 0 only) at
-    ``procs`` ranks: its fastest, priced as :func:`colltune.probe.run.choose_network` prices the
-    check (the third of back-to-back calls over ``topology`` where it carries the model), with
-    near-ties broken as the tuner breaks them.  An algorithm that cannot run on ``procs`` ranks
-    with its defaults, or that a model cannot price, is not that model's candidate."""
-    times: dict[str, dict[Cell, dict[str, float]]] = {net: {} for net in networks}
+Prices = dict[str, dict[Cell, dict[str, float]]]  # network -> cell -> algorithm -> seconds
+
+
+def price_cells(models: Models, procs: int, networks: Sequence[str], sizes: Sequence[int],
+                topology: Topology | None = None) -> Prices:
+    """Every registered algorithm (default parameters, root 0) in each cell (collective, block
+    size in bytes; a barrier's at size 0 only) at ``procs`` ranks, priced by each network model of
+    ``networks`` as :func:`colltune.probe.run.choose_network` prices the check (the third of
+    back-to-back calls over ``topology`` where it carries the model), in seconds.  An algorithm
+    that cannot run on ``procs`` ranks with its defaults, or that a model cannot price, is left out
+    of that model's cells."""
+    prices: Prices = {net: {} for net in networks}
     for alg in REGISTRY:
         for size in (0,) if get_collective(alg.collective).synchronizes else sizes:
             try:
@@ -59,9 +70,15 @@ def model_choices(models: Models, procs: int, networks: Sequence[str], sizes: Se
                                     topology=topology_for(topology, net, procs))
                 except ColltuneError:
                     continue
-                times[net].setdefault((alg.collective, size), {})[alg.name] = t
+                prices[net].setdefault((alg.collective, size), {})[alg.name] = t
+    return prices
+
+
+def model_choices(prices: Prices, procs: int) -> dict[str, dict[Cell, str]]:
+    """Which algorithm each network model of ``prices`` (:func:`price_cells`) chooses in each of
+    its cells at ``procs`` ranks: its fastest, with near-ties broken as the tuner breaks them."""
     choices: dict[str, dict[Cell, str]] = {}
-    for net, cells in times.items():
+    for net, cells in prices.items():
         choices[net] = {}
         for (coll, size), priced in cells.items():
             ranked = fewest_peers_first(sorted(priced), priced.__getitem__,
@@ -69,6 +86,25 @@ def model_choices(models: Models, procs: int, networks: Sequence[str], sizes: Se
                                         lambda name: (priced[name], name))
             choices[net][(coll, size)] = ranked[0]
     return choices
+
+
+def short_cases(cases: Sequence[Case], prices: Prices, below: float) -> list[Case]:
+    """Those of ``cases`` that every model of ``prices`` priced, and priced below ``below``
+    seconds (the probe's: :data:`colltune.tune.timing.MEAN_CALL`): the ones the check times in
+    :data:`SHORT_ROUNDS`."""
+    out = []
+    for coll, alg, size in cases:
+        times = [cells.get((coll, size), {}).get(alg) for cells in prices.values()]
+        if times and all(t is not None and t < below for t in times):
+            out.append((coll, alg, size))
+    return out
+
+
+def in_rounds(cases: Sequence[Case], short: Sequence[Case]) -> list[Case]:
+    """``cases``, then :data:`SHORT_ROUNDS` - 1 more rounds of ``short``, each turned by one more
+    place, so that no case always follows the same one."""
+    more = [short[(i + k) % len(short)] for k in range(1, SHORT_ROUNDS) for i in range(len(short))] if short else []
+    return [*cases, *more]
 
 
 def _disputed_cells(choices: Mapping[str, Mapping[Cell, str]]) -> dict[Cell, dict[str, str]]:
@@ -112,4 +148,5 @@ def choose_by_choices(scores: Mapping[str, float], errors: Mapping[str, float]) 
     return min(scores, key=lambda net: (round(scores[net], 9), errors.get(net, math.inf), net))
 
 
-__all__ = ["FINALISTS", "choice_scores", "choose_by_choices", "disputed", "model_choices"]
+__all__ = ["FINALISTS", "SHORT_ROUNDS", "Prices", "choice_scores", "choose_by_choices", "disputed", "in_rounds",
+           "model_choices", "price_cells", "short_cases"]

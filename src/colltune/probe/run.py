@@ -73,7 +73,17 @@ from colltune.models.params import (
     floor_log2,
 )
 from colltune.probe import fit
-from colltune.probe.choices import FINALISTS, choice_scores, choose_by_choices, disputed, model_choices
+from colltune.probe.choices import (
+    FINALISTS,
+    SHORT_ROUNDS,
+    choice_scores,
+    choose_by_choices,
+    disputed,
+    in_rounds,
+    model_choices,
+    price_cells,
+    short_cases,
+)
 from colltune.probe.cores import shift_excess
 from colltune.probe.measure import Meter
 from colltune.probe.stats import derived, series, summarise
@@ -84,7 +94,7 @@ from colltune.runtime.quiet import sleep_until
 from colltune.sim import NETWORKS, Topology, topology_for
 from colltune.sim.calls import steady_call
 from colltune.tune.measure import REST, time_collective
-from colltune.tune.timing import Timing
+from colltune.tune.timing import MEAN_CALL, Timing
 
 KiB = 1024
 
@@ -558,26 +568,37 @@ def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, to
     _, first = choose_network(models, P, cases, [t.median for t in checks], topology)
     extra = discriminating_cases(models, P, first, plan.check_sizes, cases, len(CHECKS), topology)
     finalists = sorted(first, key=lambda n: (first[n], n))[:FINALISTS]
-    choices = model_choices(models, P, finalists, plan.check_sizes, topology)
-    chosen = [case for case in disputed(choices) if case not in cases and case not in extra]
+    prices = price_cells(models, P, finalists, plan.check_sizes, topology)
+    choices = model_choices(prices, P)
+    contested = disputed(choices)
+    chosen = [case for case in contested if case not in cases and case not in extra]
+    short = short_cases(contested, prices, MEAN_CALL)
     step(f"check: {len(extra)} more cases, where the two best network models disagree most, and {len(chosen)} "
-         f"algorithms that the {len(finalists)} best would choose where they disagree")
-    more = second.lead([*extra, *chosen])
-    more, picked = more[:len(extra)], more[len(extra):]
+         f"algorithms that the {len(finalists)} best would choose where they disagree ({len(short)} of those they "
+         f"dispute in {SHORT_ROUNDS} rounds)")
+    order = in_rounds([*extra, *chosen], short)
+    more = second.lead(order)
     m["check_discriminating"] = derived(
-        "s", "case", range(len(extra)), [t.median for t in more], [(t.q3 - t.q1) / 2 for t in more],
-        [t.reps for t in more], "the slowest rank's median time of " + ", ".join(f"{c}/{a} {s} B" for c, a, s in extra)
+        "s", "case", range(len(extra)), [t.median for t in more[:len(extra)]],
+        [(t.q3 - t.q1) / 2 for t in more[:len(extra)]], [t.reps for t in more[:len(extra)]],
+        "the slowest rank's median time of " + ", ".join(f"{c}/{a} {s} B" for c, a, s in extra)
         + ": the cases on which the two network models that predict the check best disagree most")
-    m["check_choices"] = derived(
-        "s", "case", range(len(chosen)), [t.median for t in picked], [(t.q3 - t.q1) / 2 for t in picked],
-        [t.reps for t in picked], "the slowest rank's median time of " +
-        (", ".join(f"{c}/{a} {s} B" for c, a, s in chosen) or "no case") +
-        f": the algorithms that the network models {', '.join(finalists)} would choose where they disagree, "
-        "beyond those timed before")
+    rounds: dict[Case, list[Timing]] = {}
+    for case, timing in zip([*cases, *order], [*checks, *more], strict=True):
+        rounds.setdefault(case, []).append(timing)
+    medians = [float(np.median([t.median for t in rounds[c]])) for c in contested]
+    spreads = [float(np.subtract(*np.percentile([t.median for t in rounds[c]], [75, 25]))) / 2
+               if len(rounds[c]) > 1 else (rounds[c][0].q3 - rounds[c][0].q1) / 2 for c in contested]
+    if contested:  # a series has points
+        m["check_choices"] = derived(
+            "s", "case", range(len(contested)), medians, spreads, [sum(t.reps for t in rounds[c]) for c in contested],
+            "the slowest rank's time of " + ", ".join(f"{c}/{a} {s} B" for c, a, s in contested) +
+            f": the algorithms that the network models {', '.join(finalists)} would choose where they disagree; the "
+            f"median of {SHORT_ROUNDS} rounds' medians for those they all price below {MEAN_CALL * 1e3:g} ms")
     timed = [*cases, *extra, *chosen]
-    measured = [t.median for t in (*checks, *more, *picked)]
+    measured = [rounds[c][0].median for c in timed]
     _, errors = choose_network(models, P, timed, measured, topology)
-    scores = choice_scores(choices, dict(zip(timed, measured, strict=True)))
+    scores = choice_scores(choices, dict(zip(contested, medians, strict=True)))
     network = choose_by_choices(scores, errors)
     over = "" if topology is None else f" (endpoint models carried over topology {topology.name!r})"
     ranked = ", ".join(f"{n} {e:.0%}" for n, e in sorted(errors.items(), key=lambda ne: ne[1]))
