@@ -8,6 +8,7 @@ import pytest
 from colltune.algorithms import REGISTRY
 from colltune.errors import ColltuneError
 from colltune.probe.choices import (
+    ROUNDS_BUDGET,
     SHORT_ROUNDS,
     choice_scores,
     choose_by_choices,
@@ -15,6 +16,7 @@ from colltune.probe.choices import (
     in_rounds,
     model_choices,
     price_cells,
+    round_count,
     short_cases,
 )
 from colltune.profiles import builtin
@@ -113,11 +115,18 @@ def test_short_cases_are_those_every_model_prices_below_the_bound():
 
 
 def test_short_cases_come_back_in_turned_rounds():
-    """Each short case is timed in SHORT_ROUNDS rounds in all, the first with every case; in each
+    """Each short case is timed in the given rounds in all, the first with every case; in each
     later round the short ones come in an order turned by one more place."""
     x, y, z, w = (("bcast", n, 4096) for n in ("a", "b", "c", "d"))
-    order = in_rounds([x, y, z, w], [x, z, w])
+    order = in_rounds([x, y, z, w], [x, z, w], SHORT_ROUNDS)
     assert order[:4] == [x, y, z, w]
     assert [order.count(c) for c in (x, y, z, w)] == [SHORT_ROUNDS, 1, SHORT_ROUNDS, SHORT_ROUNDS]
     assert order[4:7] == [z, w, x] and order[7:10] == [w, x, z]
-    assert in_rounds([x, y], []) == [x, y]
+    assert in_rounds([x, y], [], SHORT_ROUNDS) == [x, y] == in_rounds([x, y], [x], 1)
+
+
+def test_the_rounds_after_the_first_fit_in_their_budget():
+    assert round_count(0.0) == SHORT_ROUNDS
+    assert round_count(ROUNDS_BUDGET / 100) == SHORT_ROUNDS  # cheap: every round
+    assert round_count(ROUNDS_BUDGET / 3.5) == 4  # three more fit
+    assert round_count(ROUNDS_BUDGET * 2) == 1  # not even one more

@@ -5,14 +5,15 @@ The check's errors (:func:`colltune.probe.run.choose_network`) rank the network 
 close their times come to a few measured collectives; but the tuner uses a model to choose, and
 on the 8-host testbed the check's four best models were the same four in every run of
 2026-12-01, within 2-5 points of each other (``hockney``, ``plogp``, ``logp`` and ``latency``:
-16.9-18.8 % on the star and 12.6-13.2 % on tree:2 in the run of 22:00, the fifth 4.4 points
+16.9-18.8 % on the star and 12.6-13.2 % on tree:2 in the run of 21:55, the fifth 4.4 points
 behind or more), and which of them the check chose changed from run to run, while over the
 fidelity benchmark's 22 cells their choices differed (that run's star: ``hockney`` within 5 % of
 the measured best in 21 of 22 cells, ``latency`` in 19, ``plogp`` and ``logp`` in 18).  So the probe asks each finalist which algorithm it would
 choose in each cell (a collective at a check size, every registered algorithm with its default
 parameters, near-ties broken as the tuner breaks them: :func:`colltune.tune.ties.fewest_peers_first`),
 times the algorithms chosen in the cells where the finalists disagree (3-6 cells, 6-9 cases
-beyond those the check timed already; those priced below 10 ms in :data:`SHORT_ROUNDS` rounds),
+beyond those the check timed already; those priced below 10 ms in up to :data:`SHORT_ROUNDS`
+rounds),
 and keeps the finalist whose choices were measured fastest (:func:`choose_by_choices`).
 """
 
@@ -41,6 +42,12 @@ FINALISTS = 4
 #: of 2026-12-01 (the pairwise all-to-all 1.24x, which made ``hockney``'s choice there look 1.18x
 #: slower than another and cost it the choice); a round of one costs 10-40 ms.
 SHORT_ROUNDS = 9
+#: Seconds the rounds after the first may take, as priced (:func:`round_count`).  On the testbed
+#: (2026-12-01, 23:00) 4-7 disputed cases were short, a round of them priced 0.3-0.5 s, and the
+#: eight more rounds took the probe from 79 to 84 s on the star and from 96 to 101 s on tree:2;
+#: on one host, where shared memory makes the models disagree in most cells, 18 short cases at
+#: P = 4 took the quick probe from 5 to 12 s with every round.
+ROUNDS_BUDGET = 4.0
 
 Case = tuple[str, str, int]  # (collective, algorithm, block size in bytes)
 Cell = tuple[str, int]  # (collective, block size in bytes)
@@ -100,10 +107,16 @@ def short_cases(cases: Sequence[Case], prices: Prices, below: float) -> list[Cas
     return out
 
 
-def in_rounds(cases: Sequence[Case], short: Sequence[Case]) -> list[Case]:
-    """``cases``, then :data:`SHORT_ROUNDS` - 1 more rounds of ``short``, each turned by one more
-    place, so that no case always follows the same one."""
-    more = [short[(i + k) % len(short)] for k in range(1, SHORT_ROUNDS) for i in range(len(short))] if short else []
+def round_count(cost: float) -> int:
+    """How many rounds the short cases are timed in, when one round of them costs ``cost``
+    seconds: :data:`SHORT_ROUNDS`, or as many as fit in :data:`ROUNDS_BUDGET` after the first."""
+    return SHORT_ROUNDS if cost <= 0 else max(1, min(SHORT_ROUNDS, 1 + int(ROUNDS_BUDGET // cost)))
+
+
+def in_rounds(cases: Sequence[Case], short: Sequence[Case], rounds: int) -> list[Case]:
+    """``cases``, then ``rounds`` - 1 more rounds of ``short``, each turned by one more place, so
+    that no case always follows the same one."""
+    more = [short[(i + k) % len(short)] for k in range(1, rounds) for i in range(len(short))] if short else []
     return [*cases, *more]
 
 
@@ -148,5 +161,5 @@ def choose_by_choices(scores: Mapping[str, float], errors: Mapping[str, float]) 
     return min(scores, key=lambda net: (round(scores[net], 9), errors.get(net, math.inf), net))
 
 
-__all__ = ["FINALISTS", "SHORT_ROUNDS", "Prices", "choice_scores", "choose_by_choices", "disputed", "in_rounds",
-           "model_choices", "price_cells", "short_cases"]
+__all__ = ["FINALISTS", "ROUNDS_BUDGET", "SHORT_ROUNDS", "Prices", "choice_scores", "choose_by_choices", "disputed",
+           "in_rounds", "model_choices", "price_cells", "round_count", "short_cases"]

@@ -75,13 +75,13 @@ from colltune.models.params import (
 from colltune.probe import fit
 from colltune.probe.choices import (
     FINALISTS,
-    SHORT_ROUNDS,
     choice_scores,
     choose_by_choices,
     disputed,
     in_rounds,
     model_choices,
     price_cells,
+    round_count,
     short_cases,
 )
 from colltune.probe.cores import shift_excess
@@ -573,10 +573,12 @@ def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, to
     contested = disputed(choices)
     chosen = [case for case in contested if case not in cases and case not in extra]
     short = short_cases(contested, prices, MEAN_CALL)
+    n_rounds = round_count(sum(REST + (CHECK_REPS + 1) * max(p[(c, s)][a] for p in prices.values())
+                               for c, a, s in short))
     step(f"check: {len(extra)} more cases, where the two best network models disagree most, and {len(chosen)} "
          f"algorithms that the {len(finalists)} best would choose where they disagree ({len(short)} of those they "
-         f"dispute in {SHORT_ROUNDS} rounds)")
-    order = in_rounds([*extra, *chosen], short)
+         f"dispute in {n_rounds} rounds)")
+    order = in_rounds([*extra, *chosen], short, n_rounds)
     more = second.lead(order)
     m["check_discriminating"] = derived(
         "s", "case", range(len(extra)), [t.median for t in more[:len(extra)]],
@@ -594,7 +596,7 @@ def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, to
             "s", "case", range(len(contested)), medians, spreads, [sum(t.reps for t in rounds[c]) for c in contested],
             "the slowest rank's time of " + ", ".join(f"{c}/{a} {s} B" for c, a, s in contested) +
             f": the algorithms that the network models {', '.join(finalists)} would choose where they disagree; the "
-            f"median of {SHORT_ROUNDS} rounds' medians for those they all price below {MEAN_CALL * 1e3:g} ms")
+            f"median of {n_rounds} rounds' medians for those they all price below {MEAN_CALL * 1e3:g} ms")
     timed = [*cases, *extra, *chosen]
     measured = [rounds[c][0].median for c in timed]
     _, errors = choose_network(models, P, timed, measured, topology)
