@@ -43,8 +43,9 @@ FINALISTS = 4
 #: slower than another and cost it the choice); a round of one costs 10-40 ms.
 SHORT_ROUNDS = 9
 #: Seconds the rounds after the first may take, as priced (:func:`round_count`).  On the testbed
-#: (2026-12-01, 23:00) 4-7 disputed cases were short, a round of them priced 0.3-0.5 s, and the
-#: eight more rounds took the probe from 79 to 84 s on the star and from 96 to 101 s on tree:2;
+#: (2026-12-01, 22:16-23:00) 4-8 disputed cases were short, a round of them priced 0.22-0.48 s,
+#: and the eight more rounds took the probe from 79 to 84 s on the star and from 96 to 101 s on
+#: tree:2;
 #: on one host, where shared memory makes the models disagree in most cells, 18 short cases at
 #: P = 4 took the quick probe from 5 to 12 s with every round.
 ROUNDS_BUDGET = 4.0
