@@ -605,7 +605,7 @@ def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, to
     over = "" if topology is None else f" (endpoint models carried over topology {topology.name!r})"
     ranked = ", ".join(f"{n} {e:.0%}" for n, e in sorted(errors.items(), key=lambda ne: ne[1]))
     ranked_first = ", ".join(f"{n} {first[n]:.0%}" for n in finalists)
-    cells = sorted({(c, s) for c, _, s in disputed(choices)})
+    cells = sorted({(c, s) for c, _, s in contested})
     notes.append(f"default_network {network}: of the {len(finalists)} network models with the smallest check error "
                  f"on the check ({ranked_first}; the mean of the median and the 90th percentile of the relative "
                  f"errors), the one whose choices ran fastest in the {len(cells)} cells where they choose "
