@@ -187,7 +187,8 @@ def test_a_small_fidelity_run_on_a_four_host_testbed_predicts_within_a_bound(tmp
 
     res = run_bounded([sys.executable, str(ROOT / "benchmarks" / "fidelity_testbed.py"), "--shapes", "star",
                        "--hosts", "4", "--collectives", "bcast,gather,alltoall", "--sizes", "64KiB", "--probe",
-                       "quick", "--rounds", "2", "--short-rounds", "3", "--reps", "3", "--warmup", "1", "--testbed", "ctfid",
+                       "quick", "--rounds", "2", "--short-rounds", "3", "--reps", "3", "--warmup", "1",
+                       "--testbed", "ctfid",
                        "--keep", str(tmp_path)], 600, "the fidelity benchmark")
     assert res.returncode == 0, f"stdout:\n{res.stdout[-3000:]}\nstderr:\n{res.stderr[-3000:]}"
     results = read_fidelity(tmp_path / "fidelity-star.json")

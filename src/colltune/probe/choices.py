@@ -1,20 +1,20 @@
 """The probe's check by choices: the network models that predict the check about equally well
 are told apart by the algorithms they would choose.
 
-The check's errors (:func:`colltune.probe.run.choose_network`) rank the network models by how
-close their times come to a few measured collectives; but the tuner uses a model to choose, and
-on the 8-host testbed the check's four best models were the same four in every run of
-2026-12-01, within 2-5 points of each other (``hockney``, ``plogp``, ``logp`` and ``latency``:
-16.9-18.8 % on the star and 12.6-13.2 % on tree:2 in the run of 21:55, the fifth 4.4 points
-behind or more), and which of them the check chose changed from run to run, while over the
-fidelity benchmark's 22 cells their choices differed (that run's star: ``hockney`` within 5 % of
-the measured best in 21 of 22 cells, ``latency`` in 19, ``plogp`` and ``logp`` in 18).  So the probe asks each finalist which algorithm it would
-choose in each cell (a collective at a check size, every registered algorithm with its default
-parameters, near-ties broken as the tuner breaks them: :func:`colltune.tune.ties.fewest_peers_first`),
-times the algorithms chosen in the cells where the finalists disagree (3-6 cells, 6-9 cases
-beyond those the check timed already; those priced below 10 ms in up to :data:`SHORT_ROUNDS`
-rounds),
-and keeps the finalist whose choices were measured fastest (:func:`choose_by_choices`).
+The check's errors (:func:`colltune.probe.run.choose_network`) rank the network models by how close
+their times come to a few measured collectives; but the tuner uses a model to choose, and on the
+8-host testbed the check's four best models were the same four in every run of 2026-12-01, within
+2-5 points of each other (``hockney``, ``plogp``, ``logp`` and ``latency``: 16.9-18.8 % on the star
+and 12.6-13.2 % on tree:2 in the run of 21:55, the fifth 4.4 points behind or more), and which of
+them the check chose changed from run to run, while over the fidelity benchmark's 22 cells their
+choices differed (that run's star: ``hockney`` within 5 % of the measured best in 21 of 22 cells,
+``latency`` in 19, ``plogp`` and ``logp`` in 18). So the probe asks each finalist which algorithm
+it would choose in each cell (a collective at a check size, every registered algorithm with its
+default parameters, near-ties broken as the tuner breaks them:
+:func:`colltune.tune.ties.fewest_peers_first`), times the algorithms chosen in the cells where the
+finalists disagree (3-6 cells, 6-9 cases beyond those the check timed already; those priced below
+10 ms in up to :data:`SHORT_ROUNDS` rounds), and keeps the finalist whose choices were measured
+fastest (:func:`choose_by_choices`).
 """
 
 from __future__ import annotations
@@ -45,15 +45,12 @@ SHORT_ROUNDS = 9
 #: Seconds the rounds after the first may take, as priced (:func:`round_count`).  On the testbed
 #: (2026-12-01, 22:16-23:00) 4-8 disputed cases were short, a round of them priced 0.22-0.48 s,
 #: and the eight more rounds took the probe from 79 to 84 s on the star and from 96 to 101 s on
-#: tree:2;
-#: on one host, where shared memory makes the models disagree in most cells, 18 short cases at
-#: P = 4 took the quick probe from 5 to 12 s with every round.
+#: tree:2; on one host, where shared memory makes the models disagree in most cells, 18 short
+#: cases at P = 4 took the quick probe from 5 to 12 s with every round.
 ROUNDS_BUDGET = 4.0
 
 Case = tuple[str, str, int]  # (collective, algorithm, block size in bytes)
 Cell = tuple[str, int]  # (collective, block size in bytes)
-
-
 Prices = dict[str, dict[Cell, dict[str, float]]]  # network -> cell -> algorithm -> seconds
 
 
@@ -99,7 +96,7 @@ def model_choices(prices: Prices, procs: int) -> dict[str, dict[Cell, str]]:
 def short_cases(cases: Sequence[Case], prices: Prices, below: float) -> list[Case]:
     """Those of ``cases`` that every model of ``prices`` priced, and priced below ``below``
     seconds (the probe's: :data:`colltune.tune.timing.MEAN_CALL`): the ones the check times in
-    :data:`SHORT_ROUNDS`."""
+    up to :data:`SHORT_ROUNDS` rounds."""
     out = []
     for coll, alg, size in cases:
         times = [cells.get((coll, size), {}).get(alg) for cells in prices.values()]

@@ -588,19 +588,18 @@ def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, to
     rounds: dict[Case, list[Timing]] = {}
     for case, timing in zip([*cases, *order], [*checks, *more], strict=True):
         rounds.setdefault(case, []).append(timing)
-    medians = [float(np.median([t.median for t in rounds[c]])) for c in contested]
-    spreads = [float(np.subtract(*np.percentile([t.median for t in rounds[c]], [75, 25]))) / 2
-               if len(rounds[c]) > 1 else (rounds[c][0].q3 - rounds[c][0].q1) / 2 for c in contested]
-    if contested:  # a series has points
+    summary = {case: _over_rounds(rounds[case]) for case in contested}
+    if summary:  # a series has points
+        medians, spreads, reps = zip(*summary.values(), strict=True)
         m["check_choices"] = derived(
-            "s", "case", range(len(contested)), medians, spreads, [sum(t.reps for t in rounds[c]) for c in contested],
+            "s", "case", range(len(contested)), medians, spreads, reps,
             "the slowest rank's time of " + ", ".join(f"{c}/{a} {s} B" for c, a, s in contested) +
             f": the algorithms that the network models {', '.join(finalists)} would choose where they disagree; the "
             f"median of {n_rounds} rounds' medians for those they all price below {MEAN_CALL * 1e3:g} ms")
     timed = [*cases, *extra, *chosen]
     measured = [rounds[c][0].median for c in timed]
     _, errors = choose_network(models, P, timed, measured, topology)
-    scores = choice_scores(choices, dict(zip(contested, medians, strict=True)))
+    scores = choice_scores(choices, {case: median for case, (median, _, _) in summary.items()})
     network = choose_by_choices(scores, errors)
     over = "" if topology is None else f" (endpoint models carried over topology {topology.name!r})"
     ranked = ", ".join(f"{n} {e:.0%}" for n, e in sorted(errors.items(), key=lambda ne: ne[1]))
@@ -623,6 +622,16 @@ def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, to
     return Profile(name=name, description=f"measured by colltune probe ({mode}) on {P} ranks",
                    default_model="plogp", default_network=network, topology=topology, provenance=provenance,
                    models=models, measurements=m, fits=fits)
+
+
+def _over_rounds(timings: Sequence[Timing]) -> tuple[float, float, int]:
+    """One case timed in one or more rounds: the median of the rounds' medians (s), its spread
+    (half the interquartile range of those medians; of the one round's runs if alone) and the
+    repetitions in all."""
+    if len(timings) == 1:
+        return timings[0].median, (timings[0].q3 - timings[0].q1) / 2, timings[0].reps
+    q1, median, q3 = np.percentile([t.median for t in timings], [25, 50, 75])
+    return float(median), float(q3 - q1) / 2, sum(t.reps for t in timings)
 
 
 def _incast_note(lost: fit.Incast) -> str:
