@@ -37,7 +37,8 @@ from colltune.probe.cores import shift_excess
 from colltune.probe.fit import MIN_TRUNK_DUPLEX, TCP_RTO_MIN
 from colltune.probe.trunks import trunk_distance, trunk_shift_time
 from colltune.profiles import Profile, builtin, parse_profile
-from colltune.sim import star
+from colltune.schedule import Buf, Region, ScheduleBuilder
+from colltune.sim import simulate, star
 from colltune.sim.topology import two_level
 
 SIZES = np.array([0, 1, 16, 256, 4096, 65536, 1 << 20])
@@ -77,6 +78,35 @@ def test_hockney_is_recovered(alpha, bandwidth, seed):
     params, fit = fit_hockney(SIZES, measured(alpha + beta * SIZES, rng))
     assert within(params.alpha, alpha) and within(params.beta, beta)
     assert len(fit.residuals) == len(SIZES) and fit.rms >= 0
+
+
+@settings(max_examples=25, deadline=None)
+@given(alpha=st.floats(1e-6, 1e-4), share=st.floats(0.2, 0.8), burst=st.sampled_from([0.0, 3100.0]),
+       seed=st.integers(0, 2 ** 32 - 1))
+def test_hockney_as_carried_over_a_topology_is_recovered_and_prices_the_ping_pong(alpha, share, burst, seed):
+    """One-way times max(alpha + beta m, wire(m)) over a 12.5 MB/s star whose links pass ``burst``
+    bytes at once: fitted with the path's wire times, alpha comes back, beta too where the line
+    holds up to 1 KiB or more (above the wire, the times say nothing of beta), and the simulator
+    carrying that Hockney over the topology prices a message alone at its measured time."""
+    rng = np.random.default_rng(seed)
+    sizes = np.array([0] + [1 << k for k in range(21)], dtype=np.int64)
+    rate = 12.5e6
+    topology = star(2, rate).model_copy(update={"nodes": tuple(
+        n.model_copy(update={"burst": burst}) if n.parent else n for n in star(2, rate).nodes)})
+    zero = np.zeros(len(sizes), dtype=np.int64)
+    wire = topology.wire_times(zero, zero + 1, sizes)
+    beta = share / rate
+    truth = np.maximum(alpha + beta * sizes, wire)
+    params, fit = fit_hockney(sizes, measured(truth, rng), wire)
+    crossing = (alpha + burst / rate) / (1 / rate - beta)  # bytes where the line meets the wire
+    assert within(params.alpha, alpha, 0.05) and (crossing < 1024 or within(params.beta, beta))
+    assert len(fit.residuals) == len(sizes)
+    for size in (0, 4096, 65536):
+        b = ScheduleBuilder(2, send_bytes=size, recv_bytes=size)
+        b.send(0, 1, Region(Buf.SEND, 0, size))
+        b.recv(1, 0, Region(Buf.RECV, 0, size))
+        priced = simulate(b.build(), "hockney", params, topology=topology).total
+        assert within(priced, float(np.maximum(alpha + beta * size, wire[sizes == size][0])), 0.03)
 
 
 @settings(max_examples=25, deadline=None)

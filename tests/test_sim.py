@@ -473,6 +473,19 @@ def test_a_message_alone_on_its_path_takes_the_endpoint_time(network, params, si
     assert over.end[recv] == pytest.approx(alone.end[recv], rel=1e-9)
 
 
+def test_wire_times_are_a_path_s_bytes_past_its_bucket_over_its_narrowest_link():
+    """Rank 0 to 1 on one leaf switch crosses two host links, rank 0 to 2 also the 2:1 uplinks; the
+    least bucket of the path passes first; two ranks on one host use no link."""
+    tree = two_level(4, 2, 12.5e6, 6.25e6)
+    src, dst = np.array([0, 0, 0]), np.array([1, 2, 1])
+    assert tree.wire_times(src, dst, np.array([4096, 4096, 0])) == pytest.approx([4096 / 12.5e6, 4096 / 6.25e6, 0])
+    bucketed = _bucketed(star(2, 12.5e6), 3100.0)
+    assert bucketed.wire_times(np.array([0, 0]), np.array([1, 1]), np.array([4096, 1000])) == pytest.approx(
+        [996 / 12.5e6, 0.0])
+    shared = Topology(nodes=({"name": "s"}, {"name": "h", "parent": "s", "up": 1e6, "down": 1e6}), hosts=("h", "h"))
+    assert shared.wire_times(np.array([0]), np.array([1]), np.array([1 << 20])) == pytest.approx([0.0])
+
+
 def test_messages_sharing_a_link_are_slower_by_the_sharing_alone():
     """Two senders into one receiver of a 12.5 MB/s star: Hockney's beta equals the link, so the
     two 1 MB flows share the receiver's link and both end at 2 MB / 12.5 MB/s; the endpoint's

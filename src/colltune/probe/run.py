@@ -411,7 +411,9 @@ def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, to
     m["gap_bi"] = _diff(m["prtt_train_bi"], m["rtt_bi"], trains, 0.0, "bidirectional gap",
                         "(PRTT(n) - PRTT(1)) / (n-1)")
     rtt, gap = np.array(m["rtt"].medians), np.array(m["gap"].medians)
-    hockney, fits["hockney"] = fit.fit_hockney(sz, rtt / 2)
+    pair = np.zeros(len(sz), dtype=np.int64)
+    wire = None if topology is None else topology.wire_times(pair, pair + 1, np.asarray(sz))
+    hockney, fits["hockney"] = fit.fit_hockney(sz, rtt / 2, wire)
     loggp, fits["loggp"] = fit.fit_loggp(sz, rtt, gap, m["overhead"].medians, _stderr(m["gap"]),
                                          _stderr(m["overhead"]))
     held_sizes = sz[:len(held)]

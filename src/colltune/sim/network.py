@@ -316,14 +316,8 @@ def on_topology(costs: Costs, msgs: Messages, topology: Topology) -> Costs:
         raise NetworkError(f"the topology places {topology.procs} ranks; the schedule has P = {msgs.procs}")
     src, dst = msgs.src[msgs.sends], msgs.dst[msgs.sends]
     path_lat, _ = topology.pair_properties(src, dst)
-    _, up, down, _, _ = topology.arrays()
-    pair, paths = topology.routes(src, dst)
-    narrowest = np.array([min([up[v] for v in climb] + [down[v] for v in descend], default=math.inf)
-                          for climb, descend, _ in paths])
-    burst = topology.bursts()
-    passed = np.array([min((burst[v] for v in climb + descend), default=0.0) for climb, descend, _ in paths])
     wire = np.zeros(len(msgs.sends))
-    wire[msgs.sends] = np.maximum(msgs.size[msgs.sends] - passed[pair], 0) / narrowest[pair]
+    wire[msgs.sends] = topology.wire_times(src, dst, msgs.size[msgs.sends])
 
     def less_wire(column: np.ndarray) -> np.ndarray:
         return np.maximum(column - wire, 0.0)

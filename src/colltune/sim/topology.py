@@ -309,6 +309,19 @@ class Topology(BaseModel):
             paths.append((climb, descend[::-1], a))
         return inverse.reshape(-1), paths
 
+    def wire_times(self, src: np.ndarray, dst: np.ndarray, size: np.ndarray) -> np.ndarray:
+        """Per message of ``size[k]`` bytes from rank ``src[k]`` to ``dst[k]``, the time (s) its bytes
+        take on its path with the path to itself: (size - b) / (the narrowest link of the path), b
+        being the bytes every link of the path passes at once after an idle spell (the least
+        :attr:`Node.burst` of the path), at least 0; 0 between two ranks on one host."""
+        _, up, down, _, _ = self.arrays()
+        pair, paths = self.routes(np.asarray(src), np.asarray(dst))
+        burst = self.bursts()
+        narrowest = np.array([min([up[v] for v in climb] + [down[v] for v in descend], default=math.inf)
+                              for climb, descend, _ in paths])
+        passed = np.array([min((burst[v] for v in climb + descend), default=0.0) for climb, descend, _ in paths])
+        return np.maximum(np.asarray(size, dtype=np.float64) - passed[pair], 0.0) / narrowest[pair]
+
     def pair_properties(self, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For messages from ranks ``src`` to ``dst``: the path's total link latency (s) and the
         height of the communication, the height of the highest switch on the path (paper 001
