@@ -5,7 +5,8 @@ What is measured, and how (kernels in :mod:`colltune.probe.measure`, fits in
 :mod:`colltune.probe.fit`):
 
 - round trips RTT(s) and Netgauge's PRTT(n, 0, s) and PRTT(n, d, s) between ranks 0 and 1 over
-  the message sizes, which give Hockney (least squares of RTT/2), LogGP and LogP (Netgauge's
+  the message sizes, which give Hockney (least squares of RTT/2; with a topology, of the larger of
+  alpha + beta m and the path's wire time, as the simulator carries it), LogGP and LogP (Netgauge's
   method) and pLogP (the fast method of Kielmann et al.: g(0) from the rate of zero-byte sends,
   L from RTT(0) = 2(L + g(0)), g(m) = RTT(m)/2 - L), with os(m) and or(m) timed on the send and
   receive calls;
