@@ -33,6 +33,7 @@ from colltune.probe import (
     summarise,
     with_loaded_latency,
 )
+from colltune.probe.stats import summarised
 from colltune.probe.cores import shift_excess
 from colltune.probe.fit import MIN_TRUNK_DUPLEX, TCP_RTO_MIN
 from colltune.probe.trunks import trunk_distance, trunk_shift_time
@@ -68,6 +69,26 @@ def test_tukey_rule_rejects_the_far_sample_and_keeps_the_rest():
     assert summarise([3.0]).median == 3.0
     with pytest.raises(ValueError, match="no samples"):
         summarise([])
+
+
+def test_a_case_timed_in_rounds_keeps_the_quartiles_of_its_round_medians():
+    """A short case in rounds: the median of the rounds' medians between their quartiles, never a
+    symmetric spread below zero (one slow round of a 79 us case gave q1 = -0.33 ms that way); one
+    round keeps its own runs' quartiles."""
+    from colltune.probe.run import _over_rounds
+    from colltune.tune.timing import Timing
+
+    def timing(median: float) -> Timing:
+        return Timing(median=median, q1=0.9 * median, q3=1.2 * median, reps=5, rank_median=median, rank_mean=median)
+
+    rounds = [timing(t) for t in (79e-6, 80e-6, 1.4e-3, 78e-6, 81e-6)]
+    spread = _over_rounds(rounds)
+    assert spread.median == pytest.approx(80e-6) and spread.reps == 25
+    assert (spread.q1, spread.q3) == pytest.approx((79e-6, 81e-6)) and spread.q1 > 0
+    one = _over_rounds(rounds[:1])
+    assert (one.median, one.q1, one.q3, one.reps) == pytest.approx((79e-6, 0.9 * 79e-6, 1.2 * 79e-6, 5))
+    kept = summarised("s", "case", [0], [one], "a case").points[0]
+    assert (kept.q1, kept.median, kept.q3) == (one.q1, one.median, one.q3)
 
 
 @settings(max_examples=25, deadline=None)

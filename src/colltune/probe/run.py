@@ -87,9 +87,9 @@ from colltune.probe.choices import (
 )
 from colltune.probe.cores import shift_excess
 from colltune.probe.measure import Meter
-from colltune.probe.stats import derived, series, summarise
+from colltune.probe.stats import derived, series, summarise, summarised
 from colltune.probe.trunks import trunk_distance, trunk_shift_time
-from colltune.profiles.format import Fit, Models, Profile, Provenance, Series
+from colltune.profiles.format import Fit, Models, Profile, Provenance, Series, Spread
 from colltune.report.fidelity import BEST_TOLERANCE
 from colltune.runtime.quiet import sleep_until
 from colltune.sim import NETWORKS, Topology, topology_for
@@ -527,10 +527,9 @@ def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, to
     if P < 4:
         notes.append("cluster: with fewer than 4 ranks L(m, p) is fitted at p = 2 only, so its a (per process) is 0")
 
-    m["check"] = derived("s", "case", range(len(cases)), [t.median for t in checks],
-                         [(t.q3 - t.q1) / 2 for t in checks], [t.reps for t in checks],
-                         "the slowest rank's median time of " + ", ".join(f"{c}/{a}" for c, a in CHECKS) +
-                         f", each with blocks of {', '.join(str(s) for s in plan.check_sizes)} B in turn")
+    m["check"] = summarised("s", "case", range(len(cases)), [_spread(t) for t in checks],
+                            "the slowest rank's median time of " + ", ".join(f"{c}/{a}" for c, a in CHECKS) +
+                            f", each with blocks of {', '.join(str(s) for s in plan.check_sizes)} B in turn")
     ds = plan.duplex_sizes
     m["duplex_one_way"] = series("s", "bytes", ds, shifts[False], "each even rank sends one message of the size "
                                  "to the odd rank after it, after a barrier: the slowest rank's time")
@@ -583,9 +582,8 @@ def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, to
          f"dispute in {n_rounds} rounds)")
     order = in_rounds([*extra, *chosen], short, n_rounds)
     more = second.lead(order)
-    m["check_discriminating"] = derived(
-        "s", "case", range(len(extra)), [t.median for t in more[:len(extra)]],
-        [(t.q3 - t.q1) / 2 for t in more[:len(extra)]], [t.reps for t in more[:len(extra)]],
+    m["check_discriminating"] = summarised(
+        "s", "case", range(len(extra)), [_spread(t) for t in more[:len(extra)]],
         "the slowest rank's median time of " + ", ".join(f"{c}/{a} {s} B" for c, a, s in extra)
         + ": the cases on which the two network models that predict the check best disagree most")
     rounds: dict[Case, list[Timing]] = {}
@@ -593,16 +591,15 @@ def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, to
         rounds.setdefault(case, []).append(timing)
     summary = {case: _over_rounds(rounds[case]) for case in contested}
     if summary:  # a series has points
-        medians, spreads, reps = zip(*summary.values(), strict=True)
-        m["check_choices"] = derived(
-            "s", "case", range(len(contested)), medians, spreads, reps,
+        m["check_choices"] = summarised(
+            "s", "case", range(len(contested)), list(summary.values()),
             "the slowest rank's time of " + ", ".join(f"{c}/{a} {s} B" for c, a, s in contested) +
             f": the algorithms that the network models {', '.join(finalists)} would choose where they disagree; the "
             f"median of {n_rounds} rounds' medians for those they all price below {MEAN_CALL * 1e3:g} ms")
     timed = [*cases, *extra, *chosen]
     measured = [rounds[c][0].median for c in timed]
     _, errors = choose_network(models, P, timed, measured, topology)
-    scores = choice_scores(choices, {case: median for case, (median, _, _) in summary.items()})
+    scores = choice_scores(choices, {case: spread.median for case, spread in summary.items()})
     network = choose_by_choices(scores, errors)
     over = "" if topology is None else f" (endpoint models carried over topology {topology.name!r})"
     ranked = ", ".join(f"{n} {e:.0%}" for n, e in sorted(errors.items(), key=lambda ne: ne[1]))
@@ -627,14 +624,18 @@ def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, to
                    models=models, measurements=m, fits=fits)
 
 
-def _over_rounds(timings: Sequence[Timing]) -> tuple[float, float, int]:
-    """One case timed in one or more rounds: the median of the rounds' medians (s), its spread
-    (half the interquartile range of those medians; of the one round's runs if alone) and the
-    repetitions in all."""
+def _spread(timing: Timing) -> Spread:
+    """A timing's median and quartiles (s) and repetitions as a profile keeps them."""
+    return Spread(median=timing.median, q1=timing.q1, q3=timing.q3, reps=timing.reps)
+
+
+def _over_rounds(timings: Sequence[Timing]) -> Spread:
+    """One case timed in one or more rounds: the median of the rounds' medians (s) between the
+    quartiles of those medians (of the one round's runs if alone), and the repetitions in all."""
     if len(timings) == 1:
-        return timings[0].median, (timings[0].q3 - timings[0].q1) / 2, timings[0].reps
+        return _spread(timings[0])
     q1, median, q3 = np.percentile([t.median for t in timings], [25, 50, 75])
-    return float(median), float(q3 - q1) / 2, sum(t.reps for t in timings)
+    return Spread(median=float(median), q1=float(q1), q3=float(q3), reps=sum(t.reps for t in timings))
 
 
 def _incast_note(lost: fit.Incast) -> str:

@@ -43,3 +43,9 @@ def derived(unit: str, x_name: str, x: Sequence[float], median: Sequence[float],
     points = tuple(Spread(median=float(m), q1=float(m - h), q3=float(m + h), reps=int(r))
                    for m, h, r in zip(median, half_spread, reps, strict=True))
     return Series(unit=unit, x_name=x_name, x=tuple(float(v) for v in x), points=points, method=method)
+
+
+def summarised(unit: str, x_name: str, x: Sequence[float], points: Sequence[Spread], method: str) -> Series:
+    """A :class:`Series` of spreads already summarised elsewhere (a collective's timings: their own
+    median and quartiles, which a time's spread keeps without making it symmetric)."""
+    return Series(unit=unit, x_name=x_name, x=tuple(float(v) for v in x), points=tuple(points), method=method)
