@@ -33,9 +33,9 @@ from colltune.probe import (
     summarise,
     with_loaded_latency,
 )
-from colltune.probe.stats import summarised
 from colltune.probe.cores import shift_excess
 from colltune.probe.fit import MIN_TRUNK_DUPLEX, TCP_RTO_MIN
+from colltune.probe.stats import summarised
 from colltune.probe.trunks import trunk_distance, trunk_shift_time
 from colltune.profiles import Profile, builtin, parse_profile
 from colltune.schedule import Buf, Region, ScheduleBuilder

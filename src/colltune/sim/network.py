@@ -304,7 +304,8 @@ def on_topology(costs: Costs, msgs: Messages, topology: Topology) -> Costs:
     with the bytes on the link.  The flow now carries them, so the endpoint's costs keep only what
     exceeds the message's wire time on its path alone, w = m / (the narrowest link of the path), or
     (m - b) / (the narrowest link) when every link of the path passes b bytes at once after an idle
-    spell (the least :attr:`~colltune.sim.topology.Node.burst` of the path; the engine's buckets):
+    spell (the least :attr:`~colltune.sim.topology.Node.burst` of the path; the engine's buckets;
+    :meth:`~colltune.sim.topology.Topology.wire_times`):
     the sender's CPU and NIC times and the receiver's NIC gap lose w (a blocking send of a large
     message returns once its bytes are on the wire, so os(m) holds them too), and the time from
     the send to the receive's completion loses w, taken
