@@ -5,7 +5,8 @@ Run: ``python benchmarks/fidelity_testbed.py [--shapes star,tree:2] [--hosts 8] 
 [--short-rounds 9] [--keep DIR]
 [--plot FILE]
 [--testbed NAME]``;
-``--repredict DIR`` predicts the times kept in DIR again with the installed colltune (no root needed).
+``--repredict DIR`` predicts the times kept in DIR again with the installed colltune (no root needed);
+``--send-hold SECONDS`` predicts with that random hold before every send (the topology's ``send_hold``).
 
 For each shape it brings up a testbed (``colltune testbed up``; ``tree:2`` gets 2:1 oversubscribed
 uplinks: two hosts of ``--link`` share one uplink of ``--link``), then:
@@ -185,6 +186,8 @@ def predict_shape(shape: str, args: argparse.Namespace, d: Path, probe_s: float 
     profile = read_profile(d / f"profile-{tag(shape)}.json")
     # the probe keeps the testbed's file in the profile, with what it measured (the incast's T_RTO)
     topology = profile.topology or read_topology(d / f"topology-{tag(shape)}.json")
+    if args.send_hold is not None:
+        topology = topology.model_copy(update={"send_hold": args.send_hold})
     timed = json.loads((d / f"times-{tag(shape)}.json").read_text())
     # what the times file keeps beyond a case (each round's median and place) stays there
     cases = [FidelityCase(**{k: v for k, v in c.items() if k in FidelityCase.model_fields}) for c in timed["cases"]]
@@ -257,6 +260,9 @@ def main() -> None:
     parser.add_argument("--report", nargs="+", metavar="RESULTS", help="only print the figures of these results files")
     parser.add_argument("--repredict", metavar="DIR",
                         help="predict again the times kept in DIR (by --keep) with this colltune, and print the figures")
+    parser.add_argument("--send-hold", type=float, metavar="SECONDS",
+                        help="predict with this mean random hold before every send (the topology's send_hold; "
+                             "default: the profile's)")
     parser.add_argument("--time-job", help=argparse.SUPPRESS)
     args = parser.parse_args()
     from colltune.units import parse_bytes

@@ -8,10 +8,15 @@ that start around the time another one ends, which a causal simulation cannot kn
 colltune simulates without retransmissions, marks the sends the rule hits, simulates again with
 T_RTO added to them, and repeats until no further send is hit (at most ``MAX_RTO_ROUNDS`` times).
 Finite switch-port buffers (:mod:`colltune.sim.drops`, paper 000 eq. 3-4) are charged the same way.
+A topology's ``send_hold`` adds to every send's processor time ``cs`` a random hold (exponential,
+of that mean; the message still leaves at once): the schedule is simulated with ``HOLD_DRAWS``
+seeded draws and the draw of median total is the result, so that the same inputs always give the
+same times.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -27,6 +32,10 @@ from colltune.sim.network import NETWORKS, Costs, Messages, NetworkError, local_
 from colltune.sim.topology import TCP_RTO_MIN, Topology
 
 MAX_RTO_ROUNDS = 10
+#: Seeded draws of a topology's ``send_hold`` (seeds 0 .. HOLD_DRAWS-1); the simulation keeps the
+#: draw of median total.  Odd, so that the median is a draw; five keep a schedule's price at five
+#: simulations (docs/fidelity.md, 2026-12-02 afternoon, has what five draws gave).
+HOLD_DRAWS = 5
 #: The engine's hashed matching keys hold a (receiver, sender) pair in 32 bits.
 MAX_PROCS = 65535
 
@@ -123,6 +132,29 @@ def simulate(schedule: Schedule, network: str, params: ParamSet, *, topology: To
     cost = local_costs(schedule, params)
     rules = [] if costs.topology is None else \
         [rule for rule in (_rto_rule(params, costs), drop_rule(costs.topology, costs.vol)) if rule is not None]
+    hold = 0.0 if costs.topology is None else costs.topology.send_hold
+    if hold == 0:
+        raw, arrays, penalty, rounds = _charged(schedule, costs, cost, rules, sharing)
+    else:  # the draw of median total among HOLD_DRAWS seeded ones
+        sends = schedule.columns["kind"] == Kind.SEND
+        draws = []
+        for seed in range(HOLD_DRAWS):
+            held = np.random.default_rng(seed).exponential(hold, len(schedule)) * sends
+            draws.append(_charged(schedule, dataclasses.replace(costs, cs=costs.cs + held), cost, rules, sharing))
+        raw, arrays, penalty, rounds = sorted(draws, key=lambda d: float(d[0]["total"]))[HOLD_DRAWS // 2]
+    meta: dict[str, Any] = {} if costs.topology is None else {"sharing": sharing}
+    if hold:
+        meta.update(send_hold=hold, draws=HOLD_DRAWS)
+    return SimResult(network=network, total=float(raw["total"]), completion=arrays["completion"],
+                     start=arrays["start"], end=arrays["end"], flow_end=arrays["flow_end"],
+                     flow_rate=arrays["flow_rate"], rto=penalty > 0, penalty=penalty, events=int(raw["events"]),
+                     messages=schedule.num_messages, rounds=rounds, meta=meta)
+
+
+def _charged(schedule: Schedule, costs: Costs, cost: np.ndarray, rules: list[Rule],
+             sharing: Sharing) -> tuple[dict[str, Any], dict[str, np.ndarray], np.ndarray, int]:
+    """One simulation with the retransmission and drop ``rules`` charged until no further op is hit:
+    the engine's raw result, its arrays, the per-op charges (s) and the rounds it took."""
     penalty = np.zeros(len(schedule))
     for rounds in range(1, MAX_RTO_ROUNDS + 2):
         raw, arrays = _run(schedule, costs, cost, penalty, sharing)
@@ -134,11 +166,7 @@ def simulate(schedule: Schedule, network: str, params: ParamSet, *, topology: To
             break
         penalty[new] = charge[new]
     _check_complete(schedule, raw)
-    return SimResult(network=network, total=float(raw["total"]), completion=arrays["completion"],
-                     start=arrays["start"], end=arrays["end"], flow_end=arrays["flow_end"],
-                     flow_rate=arrays["flow_rate"], rto=penalty > 0, penalty=penalty, events=int(raw["events"]),
-                     messages=schedule.num_messages, rounds=rounds,
-                     meta={"sharing": sharing} if costs.topology is not None else {})
+    return raw, arrays, penalty, rounds
 
 
 def _run(schedule: Schedule, costs: Costs, cost: np.ndarray, penalty: np.ndarray,

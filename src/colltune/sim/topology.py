@@ -15,7 +15,8 @@ link with a ``burst`` (a token bucket) passes that many bytes at once after an i
 two switches that carries data the other way (:meth:`Topology.trunk_duplex_factor`); with
 ``cores``, the hosts share that many processor cores, and a message takes one at each end for
 ``message_cpu`` seconds, waiting when more want them than there are
-(:meth:`Topology.message_cpu_of`).
+(:meth:`Topology.message_cpu_of`); with a ``send_hold``, every send keeps its sender busy for a random time of
+that mean, so that ranks stop moving in lock step (:func:`colltune.sim.simulate`).
 
 The file format (JSON, ``format: colltune-topology``, ``version: 1``) is the one the [testbed]
 writes for the network it emulates, so that simulation and emulation describe the same network.
@@ -121,6 +122,13 @@ class Topology(BaseModel):
                           "that many bytes takes of one of those cores at its sender and again at its receiver (a "
                           "copy or reduction takes its cost, a delay none); interpolated in log size, clamped at "
                           "the ends; only waiting for a core costs time")
+    send_hold: float = Field(
+        0.0, ge=0, allow_inf_nan=False,
+        description="mean of a random hold, s, added to the processor time of every send (exponential, drawn "
+                    "per send; :data:`colltune.sim.engine.HOLD_DRAWS` seeded draws, the median total): the "
+                    "message leaves at once, but its sender can do nothing else and the send does not complete "
+                    "before the hold ends, as a rank that waits for a processor it shares; a flow that takes "
+                    "longer hides it; 0: none")
 
     @model_validator(mode="after")
     def _check(self) -> Topology:
@@ -264,7 +272,18 @@ class Topology(BaseModel):
         With 20 us per message on the testbed's 2 cores and no loaded latency, the fidelity
         benchmark's 90th percentile fell by 6 points on both shapes, but the star's choices got
         worse, and the probe's pattern measured 10-20 us from run to run
-        (``colltune.probe.run._measure_message_cpu`` has the figures)."""
+        (``colltune.probe.run._measure_message_cpu`` has the figures).
+
+        A rank that waits for a shared core does not wait the same time at every send, and a
+        deterministic cost keeps every rank of a symmetric pattern in lock step.  A topology's
+        ``send_hold`` (s) adds to every send's processor time a random hold of that mean
+        (exponential, drawn per send; the message leaves at once, and a flow that takes longer
+        hides the hold), simulated in :data:`colltune.sim.engine.HOLD_DRAWS` seeded draws of which
+        the one of median total is the result: a step waits for the latest of its senders.  On the
+        times of the fidelity benchmark of 2026-12-02 12:10, Hockney over the topology with 20-25 us
+        met every target on both shapes where it had missed on both without (``python
+        benchmarks/fidelity_testbed.py --repredict DIR --send-hold 20e-6``; docs/fidelity.md); the
+        probe does not measure it yet, so a topology has none unless its file gives one."""
         return _by_size(self.message_cpu, size, 0.0)
 
     def bursts(self) -> np.ndarray:
