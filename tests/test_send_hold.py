@@ -9,7 +9,7 @@ import pytest
 from colltune.algorithms import REGISTRY
 from colltune.models.params import Hockney
 from colltune.schedule import Buf, Kind, Region, Schedule, ScheduleBuilder
-from colltune.sim import simulate, star
+from colltune.sim import Topology, simulate, star
 from colltune.sim.engine import HOLD_DRAWS
 
 IDLE = Hockney(alpha=0.0, beta=0.0)
@@ -61,5 +61,4 @@ def test_holds_are_the_same_every_time_and_only_slow_a_schedule():
 @pytest.mark.parametrize("bad", [-1e-6, float("inf"), float("nan")])
 def test_a_bad_hold_is_refused(bad):
     with pytest.raises(pydantic.ValidationError, match="send_hold"):
-        star(2, 1.0).model_copy(update={"send_hold": bad}).model_validate(
-            {**star(2, 1.0).model_dump(), "send_hold": bad})
+        Topology.model_validate({**star(2, 1.0).model_dump(), "send_hold": bad})
