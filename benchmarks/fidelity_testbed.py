@@ -6,7 +6,7 @@ Run: ``python benchmarks/fidelity_testbed.py [--shapes star,tree:2] [--hosts 8] 
 [--plot FILE]
 [--testbed NAME]``;
 ``--repredict DIR`` predicts the times kept in DIR again with the installed colltune (no root needed);
-``--send-hold SECONDS`` predicts with that random hold before every send (the topology's ``send_hold``).
+``--send-hold SECONDS`` predicts with a random hold of that mean at every send (the topology's ``send_hold``).
 
 For each shape it brings up a testbed (``colltune testbed up``; ``tree:2`` gets 2:1 oversubscribed
 uplinks: two hosts of ``--link`` share one uplink of ``--link``), then:
@@ -261,7 +261,7 @@ def main() -> None:
     parser.add_argument("--repredict", metavar="DIR",
                         help="predict again the times kept in DIR (by --keep) with this colltune, and print the figures")
     parser.add_argument("--send-hold", type=float, metavar="SECONDS",
-                        help="predict with this mean random hold before every send (the topology's send_hold; "
+                        help="predict with a random hold of this mean at every send (the topology's send_hold; "
                              "default: the profile's)")
     parser.add_argument("--time-job", help=argparse.SUPPRESS)
     args = parser.parse_args()

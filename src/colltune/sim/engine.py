@@ -16,8 +16,7 @@ same times.
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -140,7 +139,7 @@ def simulate(schedule: Schedule, network: str, params: ParamSet, *, topology: To
         draws = []
         for seed in range(HOLD_DRAWS):
             held = np.random.default_rng(seed).exponential(hold, len(schedule)) * sends
-            draws.append(_charged(schedule, dataclasses.replace(costs, cs=costs.cs + held), cost, rules, sharing))
+            draws.append(_charged(schedule, replace(costs, cs=costs.cs + held), cost, rules, sharing))
         raw, arrays, penalty, rounds = sorted(draws, key=lambda d: float(d[0]["total"]))[HOLD_DRAWS // 2]
     meta: dict[str, Any] = {} if costs.topology is None else {"sharing": sharing}
     if hold:

@@ -15,8 +15,8 @@ link with a ``burst`` (a token bucket) passes that many bytes at once after an i
 two switches that carries data the other way (:meth:`Topology.trunk_duplex_factor`); with
 ``cores``, the hosts share that many processor cores, and a message takes one at each end for
 ``message_cpu`` seconds, waiting when more want them than there are
-(:meth:`Topology.message_cpu_of`); with a ``send_hold``, every send keeps its sender busy for a random time of
-that mean, so that ranks stop moving in lock step (:func:`colltune.sim.simulate`).
+(:meth:`Topology.message_cpu_of`); with a ``send_hold``, every send keeps its sender busy for a
+random time of that mean, so that ranks stop moving in lock step (:func:`colltune.sim.simulate`).
 
 The file format (JSON, ``format: colltune-topology``, ``version: 1``) is the one the [testbed]
 writes for the network it emulates, so that simulation and emulation describe the same network.
@@ -282,8 +282,9 @@ class Topology(BaseModel):
         the one of median total is the result: a step waits for the latest of its senders.  On the
         times of the fidelity benchmark of 2026-12-02 12:10, Hockney over the topology with 20-25 us
         met every target on both shapes where it had missed on both without (``python
-        benchmarks/fidelity_testbed.py --repredict DIR --send-hold 20e-6``; docs/fidelity.md); the
-        probe does not measure it yet, so a topology has none unless its file gives one."""
+        benchmarks/fidelity_testbed.py --repredict DIR --send-hold 20e-6``; docs/fidelity.md), and on
+        those of 14:22 20 us met every target on tree:2 but cost the star two cells; the probe does
+        not measure it yet, so a topology has none unless its file gives one."""
         return _by_size(self.message_cpu, size, 0.0)
 
     def bursts(self) -> np.ndarray:
