@@ -11,7 +11,7 @@ choices differed (that run's star: ``hockney`` within 5 % of the measured best i
 ``latency`` in 19, ``plogp`` and ``logp`` in 18). So the probe asks each finalist which algorithm
 it would choose in each cell (a collective at a check size, every registered algorithm with its
 default parameters, near-ties broken as the tuner breaks them:
-:func:`colltune.tune.ties.fewest_peers_first`), times the algorithms chosen in the cells where the
+:func:`colltune.tune.ties.predicted_choice`), times the algorithms chosen in the cells where the
 finalists disagree (3-6 cells, 6-9 cases beyond those the check timed already; those priced below
 10 ms in up to :data:`SHORT_ROUNDS` rounds), and keeps the finalist whose choices were measured
 fastest (:func:`choose_by_choices`).
@@ -30,7 +30,7 @@ from colltune.profiles.format import Models
 from colltune.report.fidelity import BEST_TOLERANCE
 from colltune.sim import NETWORKS, Topology, topology_for
 from colltune.sim.calls import steady_call
-from colltune.tune.ties import fewest_peers_first, peers
+from colltune.tune.ties import peers, predicted_choice
 
 #: How many network models, the best of the check's first cases, the check by choices compares
 #: (see the module docstring).
@@ -86,10 +86,8 @@ def model_choices(prices: Prices, procs: int) -> dict[str, dict[Cell, str]]:
     for net, cells in prices.items():
         choices[net] = {}
         for (coll, size), priced in cells.items():
-            ranked = fewest_peers_first(sorted(priced), priced.__getitem__,
-                                        lambda name, c=coll, s=size: peers(c, name, procs, s, {}),
-                                        lambda name: (priced[name], name))
-            choices[net][(coll, size)] = ranked[0]
+            choices[net][(coll, size)] = predicted_choice(
+                sorted(priced), priced.__getitem__, lambda name, c=coll, s=size: peers(c, name, procs, s, {}), str)
     return choices
 
 

@@ -43,7 +43,7 @@ from colltune.sim import NETWORKS, Topology, profile_network, simulate, topology
 from colltune.sim.calls import steady_call
 from colltune.tune.native import native_equivalent
 from colltune.tune.table import NATIVE
-from colltune.tune.ties import fewest_peers_first, peers
+from colltune.tune.ties import peers, predicted_choice
 
 FORMAT = "colltune-fidelity"
 VERSION = 1
@@ -217,12 +217,12 @@ def _cells(cases: Sequence[FidelityCase]) -> dict[tuple[str, int], list[Fidelity
 def predicted_best(cell: Sequence[FidelityCase], predictor: str, procs: int) -> FidelityCase:
     """The case of one (collective, size) cell that ``predictor`` chooses, as the tuner would: the
     fastest predicted, except that among those within :data:`colltune.tune.ties.PREDICTED_TIE` of
-    it the one with the fewest peers (:func:`colltune.tune.ties.fewest_peers_first`), then the
+    it the one with the fewest peers (:func:`colltune.tune.ties.predicted_choice`), then the
     first in alphabetical order."""
     priced = [c for c in cell if predictor in c.predicted]
-    return fewest_peers_first(priced, lambda c: c.predicted[predictor],
-                              lambda c: peers(c.collective, c.algorithm, procs, c.size, dict(c.params)),
-                              lambda c: (c.predicted[predictor], c.algorithm))[0]
+    return predicted_choice(priced, lambda c: c.predicted[predictor],
+                            lambda c: peers(c.collective, c.algorithm, procs, c.size, dict(c.params)),
+                            lambda c: c.algorithm)
 
 
 def fidelity(cases: Sequence[FidelityCase], predictor: str, procs: int) -> Fidelity:

@@ -28,7 +28,7 @@ __getattr__, __all__ = exports(__name__, {
     "colltune.tune.select": ("SEARCH", "ModelPricer", "SimPricer", "Tuner", "build_table", "candidates",
                              "grid_sizes"),
     "colltune.tune.sequence": ("check_in_order",),
-    "colltune.tune.ties": ("PREDICTED_TIE", "fewest_peers_first", "peers"),
+    "colltune.tune.ties": ("PREDICTED_TIE", "fewest_peers_first", "peers", "predicted_choice"),
     "colltune.tune.table": ("NATIVE", "TABLE_ENV", "Block", "Candidate", "DecisionTable", "Rule", "Sample",
                             "TableError", "fixed_table", "parse_table", "read_table", "write_table"),
 })

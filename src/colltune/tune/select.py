@@ -42,7 +42,7 @@ from colltune.sim.calls import steady_call
 from colltune.tune.native import native_equivalent
 from colltune.tune.promises import Promises
 from colltune.tune.table import NATIVE, Block, Candidate, DecisionTable, Method, Rule, Sample
-from colltune.tune.ties import fewest_peers_first, peers
+from colltune.tune.ties import fewest_peers_first, peers, predicted_choice
 
 
 def _segment_sizes(procs: int, size: int) -> list[int]:
@@ -555,9 +555,8 @@ class Tuner:
         :meth:`_winner`)."""
         ta, tb = self.time(a, size), self.time(b, size)
         if self.peers is not None and NATIVE not in (a[0], b[0]):
-            first = fewest_peers_first([a, b], lambda ch: self.time(ch, size), lambda ch: self._peers_of(ch, size),
-                                       lambda ch: (self.time(ch, size), ch[0]))[0]
-            return first == a
+            return predicted_choice([a, b], lambda ch: self.time(ch, size), lambda ch: self._peers_of(ch, size),
+                                    lambda ch: ch[0]) == a
         return ta < tb or (ta == tb and (a[0] == NATIVE or b[0] != NATIVE))
 
     def _peers_of(self, ch: Choice, size: int) -> int:
