@@ -6,7 +6,9 @@ Run: ``python benchmarks/fidelity_testbed.py [--shapes star,tree:2] [--hosts 8] 
 [--plot FILE]
 [--testbed NAME]``;
 ``--repredict DIR`` predicts the times kept in DIR again with the installed colltune (no root needed);
-``--send-hold SECONDS`` predicts with a random hold of that mean at every send (the topology's ``send_hold``).
+``--send-hold SECONDS`` predicts with a random hold of that mean at every send (the topology's ``send_hold``);
+``--set FIELD=JSON`` (repeatable) with any field of the profile's topology set so, e.g. ``--set
+'message_cpu=[[1, 1e-5]]'`` (10 us of a shared core per message) or ``--set duplex=null``.
 
 For each shape it brings up a testbed (``colltune testbed up``; ``tree:2`` gets 2:1 oversubscribed
 uplinks: two hosts of ``--link`` share one uplink of ``--link``), then:
@@ -47,6 +49,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from colltune.sim import Topology
 
 COLLECTIVES = ("bcast", "scatter", "gather", "allgather", "alltoall", "reduce", "allreduce", "barrier")
 #: At most this many times ``--reps`` runs per round, for a call short enough that ``--reps`` runs
@@ -188,6 +194,7 @@ def predict_shape(shape: str, args: argparse.Namespace, d: Path, probe_s: float 
     topology = profile.topology or read_topology(d / f"topology-{tag(shape)}.json")
     if args.send_hold is not None:
         topology = topology.model_copy(update={"send_hold": args.send_hold})
+    topology = with_fields(topology, args.set or [])
     timed = json.loads((d / f"times-{tag(shape)}.json").read_text())
     # what the times file keeps beyond a case (each round's median and place) stays there
     cases = [FidelityCase(**{k: v for k, v in c.items() if k in FidelityCase.model_fields}) for c in timed["cases"]]
@@ -203,6 +210,29 @@ def predict_shape(shape: str, args: argparse.Namespace, d: Path, probe_s: float 
     path = d / f"fidelity-{tag(shape)}.json"
     write_atomic(path, results.to_json())
     return path
+
+
+def with_fields(topology: Topology, settings: list[str]) -> Topology:
+    """``topology`` with each ``FIELD=JSON`` of ``settings`` set, validated as a topology file is."""
+    import pydantic
+
+    from colltune.files import describe
+    from colltune.sim import Topology
+
+    data = topology.model_dump()
+    for item in settings:
+        field, sep, value = item.partition("=")
+        if not sep or field not in Topology.model_fields:
+            raise SystemExit(f"--set {item!r}: give FIELD=JSON with FIELD a topology field "
+                             f"({', '.join(Topology.model_fields)})")
+        try:
+            data[field] = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise SystemExit(f"--set {item!r}: the value is not JSON ({exc})") from None
+    try:
+        return Topology.model_validate(data)
+    except pydantic.ValidationError as exc:
+        raise SystemExit(f"--set {' '.join(settings)}: {describe(exc)}") from None
 
 
 def report(path: Path, plot: Path | None) -> dict[str, object]:
@@ -263,6 +293,9 @@ def main() -> None:
     parser.add_argument("--send-hold", type=float, metavar="SECONDS",
                         help="predict with a random hold of this mean at every send (the topology's send_hold; "
                              "default: the profile's)")
+    parser.add_argument("--set", action="append", metavar="FIELD=JSON",
+                        help="predict with this field of the profile's topology set so (repeatable; with "
+                             "--repredict), e.g. 'message_cpu=[[1, 1e-5]]' or duplex=null")
     parser.add_argument("--time-job", help=argparse.SUPPRESS)
     args = parser.parse_args()
     from colltune.units import parse_bytes

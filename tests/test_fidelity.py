@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -208,3 +209,27 @@ def test_a_small_fidelity_run_on_a_four_host_testbed_predicts_within_a_bound(tmp
     assert f.cases == len(measured) and f.median_error <= 0.30, f
     assert "paper 000 gather coordinated / flat_tree 64 KiB: measured" in res.stdout
     assert "ctfid" not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
+
+
+def test_the_benchmark_sets_topology_fields_as_a_topology_file_would():
+    """``--set FIELD=JSON`` (benchmarks/fidelity_testbed.py): the fields set, everything else kept,
+    and one clear error naming the setting for an unknown field, bad JSON or a bad value."""
+    import importlib.util
+
+    from colltune.sim import star
+
+    spec = importlib.util.spec_from_file_location("fidelity_testbed", ROOT / "benchmarks" / "fidelity_testbed.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    topology = star(4, 12.5e6, 5e-5).model_copy(update={"duplex": ((65536.0, 0.7),), "cores": 2})
+    assert bench.with_fields(topology, []) == topology
+    got = bench.with_fields(topology, ["send_hold=2e-5", "message_cpu=[[1, 1e-5]]", "duplex=null"])
+    assert got.send_hold == 2e-5 and got.message_cpu == ((1.0, 1e-5),) and got.duplex is None
+    assert got.model_copy(update={"send_hold": 0.0, "message_cpu": None, "duplex": topology.duplex}) == topology
+    for bad, says in (("bogus=1", "a topology field"), ("send_hold", "a topology field"),
+                      ("send_hold=[1", "not JSON"), ("send_hold=-1", "greater than or equal to 0"),
+                      ("message_cpu=[[1, 1e-5]]", "needs cores")):
+        base = topology.model_copy(update={"cores": None}) if "cores" in says else topology
+        with pytest.raises(SystemExit, match=f"^--set '?{re.escape(bad)}'?: .*{says}"):
+            bench.with_fields(base, [bad])
