@@ -567,10 +567,30 @@ def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, to
     notes.append(f"loaded latency: {delta * 1e6:.1f} us added to the latency of hockney, logp, loggp, plogp and "
                  f"latency (fitted on one idle ping-pong): a message takes that much longer when all {P} ranks "
                  "communicate at once (paper 000's a p, from the concurrent ping-pong pairs)")
+    network = _check_by_choices(models, P, cases, checks, plan.check_sizes, topology, second, step, m, notes)
+
+    when = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    command = "colltune probe" + ("" if mode == "default" else f" --{mode}")
+    provenance = Provenance(source=command, date=when, colltune_version=__version__,
+                            mpi_library=MPI.Get_library_version().strip().splitlines()[0].strip(),
+                            hosts=tuple(hosts), procs=P, notes=tuple(notes))
+    return Profile(name=name, description=f"measured by colltune probe ({mode}) on {P} ranks",
+                   default_model="plogp", default_network=network, topology=topology, provenance=provenance,
+                   models=models, measurements=m, fits=fits)
+
+
+def _check_by_choices(models: Models, P: int, cases: list[Case], checks: Sequence[Timing], sizes: Sequence[int],
+                      topology: Topology | None, second: _SecondCheck, step: Callable[[str], None],
+                      m: dict[str, Series], notes: list[str]) -> str:
+    """Rank 0's second check and the profile's ``default_network`` (:mod:`colltune.probe.choices`):
+    from the first check's ``cases`` and their ``checks``, the discriminating cases and the
+    algorithms the :data:`FINALISTS` would choose where they disagree (block ``sizes`` in bytes)
+    are timed with the waiting ranks (``second``); the series and the note are recorded in ``m``
+    and ``notes``."""
     _, first = choose_network(models, P, cases, [t.median for t in checks], topology)
-    extra = discriminating_cases(models, P, first, plan.check_sizes, cases, len(CHECKS), topology)
+    extra = discriminating_cases(models, P, first, sizes, cases, len(CHECKS), topology)
     finalists = sorted(first, key=lambda n: (first[n], n))[:FINALISTS]
-    prices = price_cells(models, P, finalists, plan.check_sizes, topology)
+    prices = price_cells(models, P, finalists, sizes, topology)
     choices = model_choices(prices, P)
     contested = disputed(choices)
     chosen = [case for case in contested if case not in cases and case not in extra]
@@ -613,15 +633,7 @@ def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, to
                  ", ".join(f"{n} {scores[n]:.3f}" for n in finalists) + "), then the smallest check error on "
                  f"every case of the check, the {len(extra)} where the two best disagree most and the chosen "
                  f"algorithms{over} ({ranked})")
-
-    when = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    command = "colltune probe" + ("" if mode == "default" else f" --{mode}")
-    provenance = Provenance(source=command, date=when, colltune_version=__version__,
-                            mpi_library=MPI.Get_library_version().strip().splitlines()[0].strip(),
-                            hosts=tuple(hosts), procs=P, notes=tuple(notes))
-    return Profile(name=name, description=f"measured by colltune probe ({mode}) on {P} ranks",
-                   default_model="plogp", default_network=network, topology=topology, provenance=provenance,
-                   models=models, measurements=m, fits=fits)
+    return network
 
 
 def _spread(timing: Timing) -> Spread:
