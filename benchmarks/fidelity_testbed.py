@@ -192,9 +192,8 @@ def predict_shape(shape: str, args: argparse.Namespace, d: Path, probe_s: float 
     profile = read_profile(d / f"profile-{tag(shape)}.json")
     # the probe keeps the testbed's file in the profile, with what it measured (the incast's T_RTO)
     topology = profile.topology or read_topology(d / f"topology-{tag(shape)}.json")
-    if args.send_hold is not None:
-        topology = topology.model_copy(update={"send_hold": args.send_hold})
-    topology = with_fields(topology, args.set or [])
+    hold = [] if args.send_hold is None else [f"send_hold={args.send_hold!r}"]
+    topology = with_fields(topology, hold + (args.set or []))
     timed = json.loads((d / f"times-{tag(shape)}.json").read_text())
     # what the times file keeps beyond a case (each round's median and place) stays there
     cases = [FidelityCase(**{k: v for k, v in c.items() if k in FidelityCase.model_fields}) for c in timed["cases"]]

@@ -31,7 +31,6 @@ def test_the_fewest_peers_win_only_within_the_window():
     assert fewest_peers_first([], lambda x: 0.0, lambda x: 0, lambda x: 0) == []
 
 
-
 def test_the_predicted_choice_breaks_ties_by_peers_then_name():
     time = {"b": 1.0, "a": 1.0, "c": 1.0 + PREDICTED_TIE / 2, "d": 1.0 + 2 * PREDICTED_TIE}
     few = {"a": 4, "b": 4, "c": 2, "d": 1}
@@ -39,6 +38,7 @@ def test_the_predicted_choice_breaks_ties_by_peers_then_name():
     level = dict.fromkeys(time, 3)
     assert predicted_choice(list(time), time.__getitem__, level.__getitem__, str) == "a"  # equal peers: time, name
     assert predicted_choice(["d"], time.__getitem__, few.__getitem__, str) == "d"
+
 
 def test_native_counts_as_the_algorithm_it_stands_for():
     from colltune.tune.native import native_equivalent

@@ -94,4 +94,3 @@ def predicted_choice(items: Sequence[T], time: Callable[[T], float], peers_of: C
     check by choices and the fidelity benchmark call it too, so that they judge what the tuner
     chooses."""
     return fewest_peers_first(items, time, peers_of, lambda x: (time(x), name(x)))[0]
-
