@@ -8,7 +8,9 @@ Run: ``python benchmarks/fidelity_testbed.py [--shapes star,tree:2] [--hosts 8] 
 ``--repredict DIR`` predicts the times kept in DIR again with the installed colltune (no root needed);
 ``--send-hold SECONDS`` predicts with a random hold of that mean at every send (the topology's ``send_hold``);
 ``--set FIELD=JSON`` (repeatable) with any field of the profile's topology set so, e.g. ``--set
-'message_cpu=[[1, 1e-5]]'`` (10 us of a shared core per message) or ``--set duplex=null``.
+'message_cpu=[[1, 1e-5]]'`` (10 us of a shared core per message) or ``--set duplex=null``;
+``--against DIR`` also scores the times another run kept in DIR as a predictor (``measured:NAME``): the
+figures of a model that knew that run's times exactly, how far two runs agree.
 
 For each shape it brings up a testbed (``colltune testbed up``; ``tree:2`` gets 2:1 oversubscribed
 uplinks: two hosts of ``--link`` share one uplink of ``--link``), then:
@@ -186,7 +188,14 @@ def predict_shape(shape: str, args: argparse.Namespace, d: Path, probe_s: float 
     from colltune.files import write_atomic
     from colltune.profiles import read_profile
     from colltune.profiles.format import Provenance
-    from colltune.report.fidelity import FidelityCase, FidelityResults, default_predictor, predict_cases, predictors
+    from colltune.report.fidelity import (
+        FidelityCase,
+        FidelityResults,
+        default_predictor,
+        predict_cases,
+        predictors,
+        with_measured,
+    )
     from colltune.sim import read_topology
 
     profile = read_profile(d / f"profile-{tag(shape)}.json")
@@ -199,6 +208,13 @@ def predict_shape(shape: str, args: argparse.Namespace, d: Path, probe_s: float 
     cases = [FidelityCase(**{k: v for k, v in c.items() if k in FidelityCase.model_fields}) for c in timed["cases"]]
     print(f"[{shape}] predicting {len(cases)} cases ...", flush=True)
     cases = predict_cases(cases, timed["procs"], predictors(profile, topology))
+    if args.against:  # another run's measured times as a predictor: the benchmark's repeatability
+        kept = Path(args.against) / f"times-{tag(shape)}.json"
+        if not kept.is_file():
+            raise SystemExit(f"--against {args.against}: no {kept.name} there (a directory kept by --keep)")
+        other = json.loads(kept.read_text())["cases"]
+        cases = with_measured(cases, [FidelityCase(**{k: v for k, v in c.items() if k in FidelityCase.model_fields})
+                                      for c in other], against_name(args.against))
     how = (f"sizes {args.sizes}, {args.reps} runs (up to {FILL_FACTOR}x to fill {args.fill} s) after {args.warmup} "
            f"warm-ups, root 0, median of {args.rounds} rounds ({args.short_rounds} below {SHORT_CALL * 1e3:g} ms)")
     prov = profile.provenance.model_copy(update={"source": "benchmarks/fidelity_testbed.py", "notes": (how,)})
@@ -209,6 +225,11 @@ def predict_shape(shape: str, args: argparse.Namespace, d: Path, probe_s: float 
     path = d / f"fidelity-{tag(shape)}.json"
     write_atomic(path, results.to_json())
     return path
+
+
+def against_name(directory: str) -> str:
+    """The predictor that holds the measured times kept in ``directory`` (``--against``)."""
+    return f"measured:{Path(directory).resolve().name}"
 
 
 def with_fields(topology: Topology, settings: list[str]) -> Topology:
@@ -234,7 +255,7 @@ def with_fields(topology: Topology, settings: list[str]) -> Topology:
         raise SystemExit(f"--set {' '.join(settings)}: {describe(exc)}") from None
 
 
-def report(path: Path, plot: Path | None) -> dict[str, object]:
+def report(path: Path, plot: Path | None, also: str | None = None) -> dict[str, object]:
     from colltune.report.fidelity import claim_outcomes, fidelities, fidelity_figure, read_fidelity
     from colltune.report.figure import write_png
 
@@ -251,7 +272,7 @@ def report(path: Path, plot: Path | None) -> dict[str, object]:
               f"{f.best_within:4d}/{f.cells:<4d} {f.regret:7.3f}{mark}")
     most = max(f.cases for f in figures)
     best = next(f for f in figures if f.cases == most)  # the best of those that price every case
-    names = list(dict.fromkeys([results.default_predictor, best.predictor]))
+    names = list(dict.fromkeys([results.default_predictor, best.predictor, *([also] if also else [])]))
     print("\nthe papers' claims: time of the first / the second, measured and predicted (ok: same winner, "
           "ties within 5 %)")
     for o in claim_outcomes(results.cases):
@@ -295,6 +316,9 @@ def main() -> None:
     parser.add_argument("--set", action="append", metavar="FIELD=JSON",
                         help="predict with this field of the profile's topology set so (repeatable; with "
                              "--repredict), e.g. 'message_cpu=[[1, 1e-5]]' or duplex=null")
+    parser.add_argument("--against", metavar="DIR",
+                        help="also score the times another run kept in DIR (by --keep) as a predictor of this "
+                             "run's (measured:NAME): how far two runs of the benchmark agree")
     parser.add_argument("--time-job", help=argparse.SUPPRESS)
     args = parser.parse_args()
     from colltune.units import parse_bytes
@@ -312,7 +336,8 @@ def main() -> None:
         d = Path(args.repredict)
         for shape in args.shapes.split(","):
             old = json.loads((d / f"fidelity-{tag(shape)}.json").read_text())
-            report(predict_shape(shape, args, d, old.get("probe_seconds")), None)
+            report(predict_shape(shape, args, d, old.get("probe_seconds")), None,
+                   against_name(args.against) if args.against else None)
         return
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(args.keep) if args.keep else Path(tmp)
@@ -320,7 +345,7 @@ def main() -> None:
         for shape in args.shapes.split(","):
             path = run_shape(shape, args, d)
             plot = Path(args.plot.replace(".png", f"-{tag(shape)}.png")) if args.plot else None
-            report(path, plot)
+            report(path, plot, against_name(args.against) if args.against else None)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ from colltune.report.fidelity import (
     predicted_best,
     predictors,
     read_fidelity,
+    with_measured,
     write_fidelity,
 )
 from colltune.sim import simulate, star
@@ -90,6 +91,25 @@ def test_a_near_tie_goes_to_the_algorithm_whose_ranks_talk_to_fewer_peers(behind
     assert predicted_best(cell, "p", 8).algorithm == chosen
     f = fidelity(cell, "p", 8)
     assert f.best_within == (chosen == "recursive_doubling")
+
+
+def test_another_runs_times_score_as_a_predictor_matched_by_case():
+    """``with_measured``: each case gets the other run's median of the same collective, algorithm,
+    size and parameters; a run scored against itself has no error and no regret."""
+    again = [case("bcast", "a", 10, 1.2), case("bcast", "b", 10, 1.0), case("bcast", "c", 20, 2.0),
+             case("gather", "e", 10, 4.4), case("gather", "e", 20, 9.0)]
+    got = with_measured(CASES, again, "measured:other")
+    assert [c.predicted.get("measured:other") for c in got] == [1.2, 1.0, 2.0, None, 4.4, None]
+    assert all(g.predicted.items() >= c.predicted.items() for g, c in zip(got, CASES, strict=True))
+    f = fidelity(got, "measured:other", 4)
+    assert f.cases == 4 and f.cells == 1 and f.best_within == 0  # (bcast, 10): the other run's b is 1.1x a
+    assert f.regret == pytest.approx(1.1)
+    other_params = [case("bcast", "a", 10, 3.0).model_copy(update={"params": {"k": 2}})]
+    assert "measured:other" not in with_measured(CASES, other_params, "measured:other")[0].predicted
+    apart = [c for c in CASES if c.collective == "gather" or c.size == 10]  # no two within 5 %: no tie to break
+    itself = fidelity(with_measured(apart, apart, "self"), "self", 4)
+    assert itself.median_error == 0 and itself.p90_error == 0 and itself.best_within == itself.cells == 2
+    assert itself.regret == pytest.approx(1.0)
 
 
 def test_a_predictor_without_cases_has_no_figures():

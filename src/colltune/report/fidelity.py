@@ -22,6 +22,7 @@ and write it (atomically).
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import statistics
@@ -183,6 +184,22 @@ def predict_cases(cases: Iterable[FidelityCase], procs: int, fns: dict[str, Pred
                 predicted[name] = t
         out.append(case.model_copy(update={"predicted": predicted}))
     return out
+
+
+def with_measured(cases: Iterable[FidelityCase], other: Iterable[FidelityCase], name: str) -> list[FidelityCase]:
+    """``cases`` with the measured medians of ``other`` (another run of the same cases: the same
+    collective, algorithm, size and parameters) as the predictor ``name``; a case ``other`` lacks
+    keeps its predictions.
+
+    Such a predictor is as good as any model of the other run can be: its figures are the
+    benchmark's repeatability, the floor under every model's error and the share of cells in which
+    two runs agree on the fastest algorithm."""
+    def key(c: FidelityCase) -> tuple[str, str, int, str]:
+        return c.collective, c.algorithm, c.size, json.dumps(c.params, sort_keys=True)
+
+    medians = {key(c): c.median for c in other}
+    return [c.model_copy(update={"predicted": {**c.predicted, name: medians[key(c)]}}) if key(c) in medians else c
+            for c in cases]
 
 
 @dataclass(frozen=True)
