@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from colltune.report.fidelity import FidelityCase
     from colltune.sim import Topology
 
 COLLECTIVES = ("bcast", "scatter", "gather", "allgather", "alltoall", "reduce", "allreduce", "barrier")
@@ -188,14 +189,7 @@ def predict_shape(shape: str, args: argparse.Namespace, d: Path, probe_s: float 
     from colltune.files import write_atomic
     from colltune.profiles import read_profile
     from colltune.profiles.format import Provenance
-    from colltune.report.fidelity import (
-        FidelityCase,
-        FidelityResults,
-        default_predictor,
-        predict_cases,
-        predictors,
-        with_measured,
-    )
+    from colltune.report.fidelity import FidelityResults, default_predictor, predict_cases, predictors, with_measured
     from colltune.sim import read_topology
 
     profile = read_profile(d / f"profile-{tag(shape)}.json")
@@ -204,17 +198,14 @@ def predict_shape(shape: str, args: argparse.Namespace, d: Path, probe_s: float 
     hold = [] if args.send_hold is None else [f"send_hold={args.send_hold!r}"]
     topology = with_fields(topology, hold + (args.set or []))
     timed = json.loads((d / f"times-{tag(shape)}.json").read_text())
-    # what the times file keeps beyond a case (each round's median and place) stays there
-    cases = [FidelityCase(**{k: v for k, v in c.items() if k in FidelityCase.model_fields}) for c in timed["cases"]]
+    cases = kept_cases(timed)
     print(f"[{shape}] predicting {len(cases)} cases ...", flush=True)
     cases = predict_cases(cases, timed["procs"], predictors(profile, topology))
     if args.against:  # another run's measured times as a predictor: the benchmark's repeatability
         kept = Path(args.against) / f"times-{tag(shape)}.json"
         if not kept.is_file():
             raise SystemExit(f"--against {args.against}: no {kept.name} there (a directory kept by --keep)")
-        other = json.loads(kept.read_text())["cases"]
-        cases = with_measured(cases, [FidelityCase(**{k: v for k, v in c.items() if k in FidelityCase.model_fields})
-                                      for c in other], against_name(args.against))
+        cases = with_measured(cases, kept_cases(json.loads(kept.read_text())), against_name(args.against))
     how = (f"sizes {args.sizes}, {args.reps} runs (up to {FILL_FACTOR}x to fill {args.fill} s) after {args.warmup} "
            f"warm-ups, root 0, median of {args.rounds} rounds ({args.short_rounds} below {SHORT_CALL * 1e3:g} ms)")
     prov = profile.provenance.model_copy(update={"source": "benchmarks/fidelity_testbed.py", "notes": (how,)})
@@ -225,6 +216,14 @@ def predict_shape(shape: str, args: argparse.Namespace, d: Path, probe_s: float 
     path = d / f"fidelity-{tag(shape)}.json"
     write_atomic(path, results.to_json())
     return path
+
+
+def kept_cases(timed: dict) -> list[FidelityCase]:
+    """The cases of a times file (``--keep``) as :class:`colltune.report.fidelity.FidelityCase`; what
+    the file keeps beyond a case (each round's median and place) stays there."""
+    from colltune.report.fidelity import FidelityCase
+
+    return [FidelityCase(**{k: v for k, v in c.items() if k in FidelityCase.model_fields}) for c in timed["cases"]]
 
 
 def against_name(directory: str) -> str:
