@@ -331,12 +331,12 @@ def main() -> None:
         for path in args.report:
             report(Path(path), None)
         return
+    also = against_name(args.against) if args.against else None  # printed beside the default's claims
     if args.repredict:
         d = Path(args.repredict)
         for shape in args.shapes.split(","):
             old = json.loads((d / f"fidelity-{tag(shape)}.json").read_text())
-            report(predict_shape(shape, args, d, old.get("probe_seconds")), None,
-                   against_name(args.against) if args.against else None)
+            report(predict_shape(shape, args, d, old.get("probe_seconds")), None, also)
         return
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(args.keep) if args.keep else Path(tmp)
@@ -344,7 +344,7 @@ def main() -> None:
         for shape in args.shapes.split(","):
             path = run_shape(shape, args, d)
             plot = Path(args.plot.replace(".png", f"-{tag(shape)}.png")) if args.plot else None
-            report(path, plot, against_name(args.against) if args.against else None)
+            report(path, plot, also)
 
 
 if __name__ == "__main__":
