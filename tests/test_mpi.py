@@ -220,9 +220,13 @@ def test_quick_probe_writes_a_consistent_profile(procs: int, topology: str | Non
             assert any(n.startswith("trunk_duplex:") and "applied" in n for n in prov.notes)
         else:
             assert "trunk_duplex" not in profile.measurements
+        # sends above LogGP's S complete on their receiver's acknowledgement where a larger size waited
+        waited = any(n.startswith("loggp: S = ") and "B, waited)" in n for n in prov.notes)
+        acked = models.loggp.S if waited else None
+        assert any(("a send above" if waited else "no send waited") in n for n in prov.notes)
         # message_cpu measured, but the loaded latency stands for it: the topology keeps its cores only
         assert profile.topology == given_topology.model_copy(update={"rto": rto, "duplex": duplex,
-                                                                     "trunk_duplex": trunk})
+                                                                     "trunk_duplex": trunk, "ack_above": acked})
         assert any("carried over topology" in note for note in prov.notes)
     # the shifts one way and both ways, and the share of its rate a flow keeps from them
     one, both = profile.measurements["duplex_one_way"], profile.measurements["duplex_both_ways"]

@@ -473,6 +473,36 @@ def test_a_message_alone_on_its_path_takes_the_endpoint_time(network, params, si
     assert over.end[recv] == pytest.approx(alone.end[recv], rel=1e-9)
 
 
+@pytest.mark.parametrize("delay", [0.0, 1e-3])
+def test_a_send_above_ack_above_completes_when_its_acknowledgement_is_back(delay):
+    """Hockney (alpha 50 us, beta the link's 80 ns/B) over a 2-host star with 1 us links: 1000 B
+    arrive at 80 + 50 + 2 us; with ``ack_above`` below 1000 B the send completes when the
+    receiver has processed the message (at once, or when its receive-side delay of 1 ms ends)
+    and an empty message is back (50 + 2 us); at or below ``ack_above`` it completes when its
+    flow ends, as without one."""
+    params = Hockney(alpha=50e-6, beta=1 / 12.5e6)
+    schedule, send, recv = _two_ranks(0.0, 1000)
+    topo = star(2, 12.5e6, latency=1e-6)
+    plain = simulate(schedule, "hockney", params, topology=topo)
+    assert plain.end[send] == pytest.approx(80e-6) and plain.end[recv] == pytest.approx(132e-6)
+    acked = simulate(schedule, "hockney", params, topology=topo.model_copy(update={"ack_above": 999}))
+    assert acked.end[recv] == pytest.approx(132e-6) and acked.end[send] == pytest.approx(132e-6 + 52e-6)
+    same = simulate(schedule, "hockney", params, topology=topo.model_copy(update={"ack_above": 1000}))
+    assert same.end[send] == plain.end[send] and same.total == plain.total
+    b = ScheduleBuilder(2, send_bytes=1000, recv_bytes=1000)
+    first = b.send(0, 1, Region(Buf.SEND, 0, 1000))
+    b.send(0, 1, Region(Buf.SEND, 0, 1000), requires=[first])  # the second waits for the first's end
+    b.delay(1, delay)
+    b.recv(1, 0, Region(Buf.RECV, 0, 1000))
+    b.recv(1, 0, Region(Buf.RECV, 0, 1000))
+    pair = b.build()
+    two = simulate(pair, "hockney", params, topology=topo.model_copy(update={"ack_above": 0}))
+    # a message is processed once it is there and its receiver's processor is free (after the
+    # delay), matched or not
+    second = np.flatnonzero((pair.columns["rank"] == 0) & (pair.columns["kind"] == Kind.SEND))[1]
+    assert two.start[second] == pytest.approx(max(132e-6, delay) + 52e-6)
+
+
 def test_wire_times_are_a_path_s_bytes_past_its_bucket_over_its_narrowest_link():
     """Rank 0 to 1 on one leaf switch crosses two host links, rank 0 to 2 also the 2:1 uplinks; the
     least bucket of the path passes first; two ranks on one host use no link."""

@@ -15,6 +15,10 @@ What is measured, and how (kernels in :mod:`colltune.probe.measure`, fits in
 - PlogPT's b(h) and d(h) for h = 1 .. floor(log2 P) by the xor-partner load of paper 001
   section III-C, uni- and bidirectionally, and epsilon_S from their spread;
 - the latency between every pair of ranks (paper 004) and its grouping into levels;
+- the eager threshold, LogGP's S: the largest size whose send does not wait while its receiver
+  makes no MPI call; where a larger one waited, the profile's topology gets it as ``ack_above``
+  (a send of more bytes completes once its receiver has processed it and the acknowledgement is
+  back: MPICH's sends over libfabric's tcp provider above 128 B on the testbed);
 - paper 000's cluster parameters that software can measure, per packet size up to the MTU: Os
   (the send call), gs (the PRTT gap), gr (all ranks sending to rank 0 at once), Or (the receive
   call of an arrived message), Ur (the probe that finds it) and L(m, p) by regression over
@@ -423,6 +427,7 @@ def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, to
                             "ms); sizes up to the first that waits")
     S, found = fit.eager_threshold(held_sizes, m["held_send"].medians, holds)
     S = max(S, 0)  # -1 (even the smallest waited) is S = 0: every message with bytes waits
+    acked = S if found else None  # over a topology, the sends that wait for their receiver (ack_above)
     loggp = loggp.model_copy(update={"S": S})
     notes.append(f"loggp: S = {S} B, the largest size whose send did not wait for its receiver"
                  + (f" (the next measured size, {held_sizes[-1]} B, waited)" if found else
@@ -546,8 +551,12 @@ def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, to
     notes.append("duplex: a flow can use " + ", ".join(f"{e:.2f} at {int(b)} B" for b, e in duplex) + " of the link "
                  "into its receiver's host while that host sends (the shifts' median times, one way over both ways)")
     if topology is not None:
-        topology = topology.model_copy(update={"rto": rto, "duplex": duplex})
-        notes.append(f"topology {topology.name!r}: rto {rto_why}; duplex as measured")
+        topology = topology.model_copy(update={"rto": rto, "duplex": duplex, "ack_above": acked})
+        notes.append(f"topology {topology.name!r}: rto {rto_why}; duplex as measured; " +
+                     ("no send waited for a receiver that made no MPI call, so a send completes when its flow "
+                      "ends" if acked is None else f"a send above {acked} B completes once its receiver has "
+                      "processed it and the acknowledgement is back (ack_above: such a send waited for a "
+                      "receiver that made no MPI call)"))
     if trunk_shifts is not None:
         assert topology is not None and across is not None
         topology = _measure_trunk_duplex(topology, hockney, ds, trunk_shifts, P, across, m, fits, notes)

@@ -30,7 +30,9 @@
 //     matching: by source and tag, in posting order; a receive may name source or tag -1, the
 //     wildcards of GOAL, MPI_ANY_SOURCE and MPI_ANY_TAG);
 //   an eager send completes when it starts, a rendezvous one (rdv[i]) once its receive is matched
-//     and a flow-transported one once its flow has ended;
+//     and a flow-transported one once its flow has ended; an acknowledged one (ack[i] >= 0) also
+//     not before ack[i] after its message was processed (the receiver's acknowledgement coming
+//     back, as MPICH's sends above a few hundred bytes over libfabric's tcp provider complete);
 //   a local op (copy, reduction, delay) occupies the CPU for cost[i];
 //   with shared cores (cores > 0: the hosts of an emulated cluster run on one machine's cores),
 //   every send i and its message processed also need one of those cores for core_cost[i], and a
@@ -135,7 +137,7 @@ struct Host {
   uint64_t version = 0;
 };
 
-enum EventType : uint8_t { EV_HOST, EV_RECV, EV_FLOW, EV_SEND_FLOW_DONE, EV_ARRIVE, EV_FIFO_FLOW };
+enum EventType : uint8_t { EV_HOST, EV_RECV, EV_FLOW, EV_SEND_FLOW_DONE, EV_ARRIVE, EV_FIFO_FLOW, EV_ACK };
 struct Event {
   double time;
   uint64_t ts;
@@ -318,6 +320,7 @@ class Engine {
   double warm_gap = 0;  // s: a stream idle no longer than this continues its run (keeps its window)
   const double* trunk_duplex = nullptr;  // per send: its share of a switch's link carrying data both ways
   const uint8_t* rdv;
+  const double* ack = nullptr;  // per send: s from its message processed to its completion; < 0: none
   bool flows_on = false, maxmin = false;
   double fifo_bytes = 0;  // flows of at most this many units leave their sender one at a time
   int64_t cores = 0;                  // processor cores all hosts share; 0: each host its own
@@ -518,7 +521,7 @@ class Engine {
     h.nic_s = now + gs[i];
     end[i] = now + cs[i];
     mark_started(i, now);
-    send_wait[i] = uint8_t(rdv[i] ? 1 : 0) + uint8_t(flows_on ? 1 : 0);
+    send_wait[i] = uint8_t(rdv[i] ? 1 : 0) + uint8_t(flows_on ? 1 : 0) + uint8_t(ack && ack[i] >= 0 ? 1 : 0);
     if (flows_on) {
       start_flow(i);
     } else {
@@ -551,6 +554,7 @@ class Engine {
     if (cores > 0) take_core(core_cost[i]);
     h.cpu = now + cr[i];
     h.nic_r = now + gr[i];
+    if (ack && ack[i] >= 0) push(now + ack[i], EV_ACK, i);
     int64_t recv = -1;
     if (ordered_of[hi] >= 0) {
       recv = ordered[ordered_of[hi]].message(i, rank[i], tag[i], now + cr[i]);
@@ -951,6 +955,7 @@ class Engine {
           flow_event(ev.a, ev.version);
           break;
         case EV_SEND_FLOW_DONE:
+        case EV_ACK:
           send_progress(ev.a, now);
           break;
         case EV_ARRIVE:
@@ -979,7 +984,7 @@ const T* data_of(const In<T>& a, int64_t n, const char* name) {
 nb::dict simulate(int64_t procs, In<int8_t> kind, In<int32_t> rank, In<int32_t> peer, In<int32_t> tag,
                   In<int64_t> rank_ptr, In<int64_t> dep_ptr, In<int64_t> dep_idx, In<bool> dep_start, bool in_order,
                   In<double> cost, In<double> cs, In<double> gs, In<double> lat, In<double> cr, In<double> gr,
-                  In<uint8_t> rdv, In<double> vol, In<double> rto, In<double> duplex_sizes,
+                  In<uint8_t> rdv, In<double> ack, In<double> vol, In<double> rto, In<double> duplex_sizes,
                   In<double> duplex_shares, double warm_gap, In<double> trunk_duplex,
                   In<int32_t> topo_parent,
                   In<double> topo_up,
@@ -1006,6 +1011,11 @@ nb::dict simulate(int64_t procs, In<int8_t> kind, In<int32_t> rank, In<int32_t> 
   e.cr = data_of(cr, n, "cr");
   e.gr = data_of(gr, n, "gr");
   e.rdv = data_of(rdv, n, "rdv");
+  if (ack.shape(0) > 0) {
+    e.ack = data_of(ack, n, "ack");
+    for (int64_t i = 0; i < n; ++i)
+      if (std::isnan(e.ack[i]) || std::isinf(e.ack[i])) throw std::invalid_argument("ack must be finite");
+  }
   e.flows_on = topo_parent.shape(0) > 0;
   e.maxmin = maxmin;
   e.fifo_bytes = fifo_bytes;
@@ -1093,7 +1103,7 @@ NB_MODULE(_engine, m) {
         nb::arg("dep_ptr").noconvert(), nb::arg("dep_idx").noconvert(), nb::arg("dep_start").noconvert(),
         nb::arg("in_order"), nb::arg("cost").noconvert(), nb::arg("cs").noconvert(), nb::arg("gs").noconvert(),
         nb::arg("lat").noconvert(), nb::arg("cr").noconvert(), nb::arg("gr").noconvert(),
-        nb::arg("rdv").noconvert(), nb::arg("vol").noconvert(), nb::arg("rto").noconvert(),
+        nb::arg("rdv").noconvert(), nb::arg("ack").noconvert(), nb::arg("vol").noconvert(), nb::arg("rto").noconvert(),
         nb::arg("duplex_sizes").noconvert(), nb::arg("duplex_shares").noconvert(), nb::arg("warm_gap"),
         nb::arg("trunk_duplex").noconvert(),
         nb::arg("topo_parent").noconvert(), nb::arg("topo_up").noconvert(), nb::arg("topo_down").noconvert(),

@@ -24,10 +24,10 @@ import numpy as np
 from colltune.errors import ColltuneError
 from colltune.models.params import ParamSet, PlogPT
 from colltune.models.plogpt import switch_between
-from colltune.schedule import Kind, Schedule
+from colltune.schedule import Buf, Kind, Region, Schedule, ScheduleBuilder
 from colltune.sim import _engine
 from colltune.sim.drops import Rule, drop_rule
-from colltune.sim.network import NETWORKS, Costs, Messages, NetworkError, local_costs, on_topology
+from colltune.sim.network import NETWORKS, Costs, Messages, Network, NetworkError, local_costs, on_topology
 from colltune.sim.topology import TCP_RTO_MIN, Topology
 
 MAX_RTO_ROUNDS = 10
@@ -108,8 +108,23 @@ def price(schedule: Schedule, network: str, params: ParamSet, topology: Topology
     if topology is not None:
         if costs.topology is not None:
             raise NetworkError(f"{network} brings its own topology; --topology applies to endpoint models only")
-        costs = on_topology(costs, msgs, topology)
+        empty = 0.0 if topology.ack_above is None else _empty_latency(net, params, schedule.procs)
+        costs = on_topology(costs, msgs, topology, empty)
     return costs
+
+
+def _empty_latency(net: Network, params: ParamSet, procs: int) -> float:
+    """``net``'s latency (s) of one empty message between ranks 0 and 1 of ``procs``, from its
+    start to its arrival: what an acknowledgement takes (:func:`colltune.sim.network.on_topology`);
+    0 with a single rank, which sends nothing."""
+    if procs < 2:
+        return 0.0
+    b = ScheduleBuilder(procs)
+    b.recv(1, 0, Region(Buf.RECV, 0, 0))
+    b.send(0, 1, Region(Buf.SEND, 0, 0))
+    one = b.build()
+    sends = one.columns["kind"] == Kind.SEND
+    return float(net.price(params, Messages(one, sends)).lat[sends][0])
 
 
 def simulate(schedule: Schedule, network: str, params: ParamSet, *, topology: Topology | None = None,
@@ -192,7 +207,7 @@ def _run(schedule: Schedule, costs: Costs, cost: np.ndarray, penalty: np.ndarray
         _column(schedule, "rank_ptr", np.int64), _column(schedule, "dep_ptr", np.int64),
         _column(schedule, "dep_idx", np.int64), _column(schedule, "dep_start", np.bool_),
         bool(schedule.meta.get("posting_order", True)), cost, costs.cs, costs.gs, costs.lat, costs.cr, costs.gr,
-        costs.rdv, vol, penalty if costs.topology is not None else none_f, duplex_sizes, duplex_shares, TCP_RTO_MIN,
+        costs.rdv, none_f if costs.ack is None else costs.ack, vol, penalty if costs.topology is not None else none_f, duplex_sizes, duplex_shares, TCP_RTO_MIN,
         trunk_duplex, parent, up, down,
         burst, host_node,
         sharing == "maxmin", fifo, cores, core_cost, arrays["start"], arrays["end"], arrays["flow_start"],

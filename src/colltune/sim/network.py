@@ -10,6 +10,8 @@ the profile's abstract unit):
 - ``cr``, ``gr``: how long processing the arrived message keeps the receiver's CPU and NIC busy; the
   receive completes when the CPU part is done;
 - ``rdv``: whether the send waits for its receive to be matched (rendezvous);
+- ``ack``: with a topology whose ``ack_above`` is set, how long after its message was processed
+  the send completes (the acknowledgement's way back), or -1 (it does not wait for one);
 - ``vol``: with a topology, the units of link capacity the message's flow must carry.
 
 Local operations cost ``delay`` seconds (DELAY ops), ``gamma`` per byte for reductions when the
@@ -93,6 +95,7 @@ class Costs:
     rdv: np.ndarray
     vol: np.ndarray | None = None
     topology: Topology | None = None
+    ack: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -296,7 +299,7 @@ def _plogpt(p: PlogPT, msgs: Messages) -> Costs:
     return costs
 
 
-def on_topology(costs: Costs, msgs: Messages, topology: Topology) -> Costs:
+def on_topology(costs: Costs, msgs: Messages, topology: Topology, empty_latency: float = 0.0) -> Costs:
     """Carry the messages of ``costs`` as flows over ``topology``, each carrying its size in bytes,
     without counting the wire twice.
 
@@ -312,7 +315,11 @@ def on_topology(costs: Costs, msgs: Messages, topology: Topology) -> Costs:
     from the latency first and from the receiver's processing for what the latency lacks (LogGOPS
     counts the bytes there).  The path's link latencies are added to the latency.  A message that
     has its path to itself thus takes what the endpoint model says (plus the link latencies), and
-    sharing a link is what makes it slower."""
+    sharing a link is what makes it slower.
+
+    Where the topology's ``ack_above`` is set, a send of more bytes completes ``empty_latency``
+    (s, the endpoint model's latency of an empty message) plus the path's link latencies after
+    its message was processed: the acknowledgement's way back."""
     if topology.procs != msgs.procs:
         raise NetworkError(f"the topology places {topology.procs} ranks; the schedule has P = {msgs.procs}")
     src, dst = msgs.src[msgs.sends], msgs.dst[msgs.sends]
@@ -327,7 +334,13 @@ def on_topology(costs: Costs, msgs: Messages, topology: Topology) -> Costs:
     cr = np.maximum(costs.cr - np.maximum(wire - costs.lat, 0.0), 0.0)
     lat[msgs.sends] += path_lat
     vol = np.where(msgs.sends, msgs.size.astype(np.float64), 0.0)
-    return Costs(less_wire(costs.cs), less_wire(costs.gs), lat, cr, less_wire(costs.gr), costs.rdv, vol, topology)
+    ack = None
+    if topology.ack_above is not None:
+        ack = np.full(len(msgs.sends), -1.0)
+        waits = np.flatnonzero(msgs.sends)[msgs.size[msgs.sends] > topology.ack_above]
+        ack[waits] = empty_latency + path_lat[msgs.size[msgs.sends] > topology.ack_above]
+    return Costs(less_wire(costs.cs), less_wire(costs.gs), lat, cr, less_wire(costs.gr), costs.rdv, vol, topology,
+                 ack)
 
 
 def local_costs(schedule: Schedule, params: ParamSet) -> np.ndarray:

@@ -122,6 +122,12 @@ class Topology(BaseModel):
                           "that many bytes takes of one of those cores at its sender and again at its receiver (a "
                           "copy or reduction takes its cost, a delay none); interpolated in log size, clamped at "
                           "the ends; only waiting for a core costs time")
+    ack_above: int | None = Field(
+        None, ge=0, description="bytes: a send of more than this many completes only once its receiver has "
+                                "processed the message and an acknowledgement has come back, an empty message's "
+                                "latency later (MPICH's sends over libfabric's tcp provider do above its eager "
+                                "threshold, which the probe measures: a send that waits for a receiver that "
+                                "makes no MPI call); None: a send completes when its flow ends")
     send_hold: float = Field(
         0.0, ge=0, allow_inf_nan=False,
         description="mean of a random hold, s, added to the processor time of every send (exponential, drawn "
