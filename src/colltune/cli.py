@@ -794,8 +794,8 @@ def testbed_group() -> None:
 @click.option("--queue", default="128KiB", show_default=True,
               help="Queue of every switch port, bytes (about 10 ms at 100 Mbit/s).")
 @click.option("--burst", default=None, metavar="BYTES",
-              help="Token bucket of every link, bytes [default: one frame, so that links serialise like a wire; "
-                   "larger emulates a policed link].")
+              help="Token bucket of every link, bytes [default: two frames and 72 B, so that links serialise "
+                   "nearly frame by frame, like a wire; larger emulates a policed link].")
 @click.option("--tcp", "congestion", default=testbed.net.TCP_CONGESTION, show_default=True, metavar="NAME",
               help="TCP congestion control of every host (one of the kernel's "
                    "tcp_available_congestion_control); the default is Linux's, whatever this machine uses.")
