@@ -17,6 +17,7 @@ from colltune.models import predict
 from colltune.models.cluster import TABLE1, transfer_ratio
 from colltune.models.params import (
     Hockney,
+    LatencyMatrix,
     LogGP,
     LogP,
     PLogP,
@@ -501,6 +502,25 @@ def test_a_send_above_ack_above_completes_when_its_acknowledgement_is_back(delay
     # delay), matched or not
     second = np.flatnonzero((pair.columns["rank"] == 0) & (pair.columns["kind"] == Kind.SEND))[1]
     assert two.start[second] == pytest.approx(max(132e-6, delay) + 52e-6)
+
+
+def test_an_acknowledgement_takes_the_latency_of_an_empty_message_the_other_way():
+    """A latency matrix of 10 us from rank 0 to 1 and 30 us back, over a 2-host star of 12.5 MB/s
+    without link latency: 1000 B from 0 to 1 arrive when their flow ends, at 80 us (the endpoint
+    latency holds the wire time, which the flow now carries), and with ``ack_above`` 0 the send
+    completes 30 us later (an empty message the other way); from 1 to 0, 10 us later."""
+    params = LatencyMatrix(names=("a", "b"), latency=((0.0, 10e-6), (30e-6, 0.0)))
+    topo = star(2, 12.5e6).model_copy(update={"ack_above": 0})
+    b = ScheduleBuilder(2, send_bytes=1000, recv_bytes=1000)
+    b.send(0, 1, Region(Buf.SEND, 0, 1000))
+    b.recv(1, 0, Region(Buf.RECV, 0, 1000))
+    schedule = b.build()
+    result = simulate(schedule, "latency", params, topology=topo)
+    send, recv = op_index(schedule, 0, Kind.SEND), op_index(schedule, 1, Kind.RECV)
+    assert result.end[recv] == pytest.approx(80e-6) and result.end[send] == pytest.approx(110e-6)
+    back = REGISTRY.get("bcast", "flat_tree").schedule(2, 1, 1000)  # from rank 1 to rank 0
+    result = simulate(back, "latency", params, topology=topo)
+    assert result.end[op_index(back, 1, Kind.SEND)] == pytest.approx(90e-6)
 
 
 def test_wire_times_are_a_path_s_bytes_past_its_bucket_over_its_narrowest_link():

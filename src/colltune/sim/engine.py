@@ -108,23 +108,28 @@ def price(schedule: Schedule, network: str, params: ParamSet, topology: Topology
     if topology is not None:
         if costs.topology is not None:
             raise NetworkError(f"{network} brings its own topology; --topology applies to endpoint models only")
-        empty = 0.0 if topology.ack_above is None else _empty_latency(net, params, schedule.procs)
-        costs = on_topology(costs, msgs, topology, empty)
+        back = None if topology.ack_above is None else _ack_latency(net, params, msgs)
+        costs = on_topology(costs, msgs, topology, back)
     return costs
 
 
-def _empty_latency(net: Network, params: ParamSet, procs: int) -> float:
-    """``net``'s latency (s) of one empty message between ranks 0 and 1 of ``procs``, from its
-    start to its arrival: what an acknowledgement takes (:func:`colltune.sim.network.on_topology`);
-    0 with a single rank, which sends nothing."""
-    if procs < 2:
-        return 0.0
-    b = ScheduleBuilder(procs)
-    b.recv(1, 0, Region(Buf.RECV, 0, 0))
-    b.send(0, 1, Region(Buf.SEND, 0, 0))
-    one = b.build()
-    sends = one.columns["kind"] == Kind.SEND
-    return float(net.price(params, Messages(one, sends)).lat[sends][0])
+def _ack_latency(net: Network, params: ParamSet, msgs: Messages) -> np.ndarray:
+    """Per send of ``msgs``, ``net``'s latency (s) of an empty message the other way, from its start
+    to its arrival: what the receiver's acknowledgement takes (:func:`colltune.sim.network.on_topology`),
+    priced once per pair of ranks."""
+    back = np.stack([msgs.dst[msgs.sends], msgs.src[msgs.sends]], axis=1)
+    pairs, which = np.unique(back, axis=0, return_inverse=True)
+    b = ScheduleBuilder(msgs.procs)
+    for sender, receiver in pairs:
+        b.recv(int(receiver), int(sender), Region(Buf.RECV, 0, 0))
+        b.send(int(sender), int(receiver), Region(Buf.SEND, 0, 0))
+    empty = b.build()
+    sends = empty.columns["kind"] == Kind.SEND
+    lat = net.price(params, Messages(empty, sends)).lat[sends]
+    order = np.lexsort((empty.columns["peer"][sends], empty.columns["rank"][sends]))  # as np.unique sorts
+    out = np.zeros(len(msgs.sends))
+    out[msgs.sends] = lat[order][which.reshape(-1)]
+    return out
 
 
 def simulate(schedule: Schedule, network: str, params: ParamSet, *, topology: Topology | None = None,
@@ -207,7 +212,8 @@ def _run(schedule: Schedule, costs: Costs, cost: np.ndarray, penalty: np.ndarray
         _column(schedule, "rank_ptr", np.int64), _column(schedule, "dep_ptr", np.int64),
         _column(schedule, "dep_idx", np.int64), _column(schedule, "dep_start", np.bool_),
         bool(schedule.meta.get("posting_order", True)), cost, costs.cs, costs.gs, costs.lat, costs.cr, costs.gr,
-        costs.rdv, none_f if costs.ack is None else costs.ack, vol, penalty if costs.topology is not None else none_f, duplex_sizes, duplex_shares, TCP_RTO_MIN,
+        costs.rdv, none_f if costs.ack is None else costs.ack, vol,
+        penalty if costs.topology is not None else none_f, duplex_sizes, duplex_shares, TCP_RTO_MIN,
         trunk_duplex, parent, up, down,
         burst, host_node,
         sharing == "maxmin", fifo, cores, core_cost, arrays["start"], arrays["end"], arrays["flow_start"],

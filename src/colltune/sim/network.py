@@ -299,7 +299,7 @@ def _plogpt(p: PlogPT, msgs: Messages) -> Costs:
     return costs
 
 
-def on_topology(costs: Costs, msgs: Messages, topology: Topology, empty_latency: float = 0.0) -> Costs:
+def on_topology(costs: Costs, msgs: Messages, topology: Topology, back: np.ndarray | None = None) -> Costs:
     """Carry the messages of ``costs`` as flows over ``topology``, each carrying its size in bytes,
     without counting the wire twice.
 
@@ -317,9 +317,10 @@ def on_topology(costs: Costs, msgs: Messages, topology: Topology, empty_latency:
     has its path to itself thus takes what the endpoint model says (plus the link latencies), and
     sharing a link is what makes it slower.
 
-    Where the topology's ``ack_above`` is set, a send of more bytes completes ``empty_latency``
-    (s, the endpoint model's latency of an empty message) plus the path's link latencies after
-    its message was processed: the acknowledgement's way back.  On the 8-host testbed (MPICH over
+    Where the topology's ``ack_above`` is set, a send of more bytes completes ``back`` (s per op:
+    for a send, the endpoint model's latency of an empty message from its receiver to its sender;
+    0 if not given) plus the path's link latencies after its message was processed: the
+    acknowledgement's way back.  On the 8-host testbed (MPICH over
     libfabric's tcp provider, whose sends above 128 B wait for a receiver that makes no MPI call) a
     ring of 512 B steps, each waiting for its send and its receive, ran 79-80 us a step (79-125 in
     another job); Hockney over the topology priced it at 47 us without the rule and 77 us with it
@@ -341,8 +342,9 @@ def on_topology(costs: Costs, msgs: Messages, topology: Topology, empty_latency:
     ack = None
     if topology.ack_above is not None:
         ack = np.full(len(msgs.sends), -1.0)
-        waits = np.flatnonzero(msgs.sends)[msgs.size[msgs.sends] > topology.ack_above]
-        ack[waits] = empty_latency + path_lat[msgs.size[msgs.sends] > topology.ack_above]
+        big = msgs.size[msgs.sends] > topology.ack_above
+        waits = np.flatnonzero(msgs.sends)[big]
+        ack[waits] = (0.0 if back is None else back[waits]) + path_lat[big]
     return Costs(less_wire(costs.cs), less_wire(costs.gs), lat, cr, less_wire(costs.gr), costs.rdv, vol, topology,
                  ack)
 
