@@ -107,7 +107,9 @@ def test_hockney_is_recovered(alpha, bandwidth, seed):
 def test_hockney_as_carried_over_a_topology_is_recovered_and_prices_the_ping_pong(alpha, share, burst, seed):
     """One-way times max(alpha + beta m, wire(m)) over a 12.5 MB/s star whose links pass ``burst``
     bytes at once: fitted with the path's wire times, alpha comes back, beta too where the line
-    holds up to 1 KiB or more (above the wire, the times say nothing of beta), and the simulator
+    holds up to a size at which beta m reaches alpha (above the wire, the times say nothing of
+    beta, and where beta m stays below alpha the noise hides it: alpha 94 us, beta 16 ns/B held
+    to 1 KiB came back 2.1 % off), and the simulator
     carrying that Hockney over the topology prices a message alone at its measured time."""
     rng = np.random.default_rng(seed)
     sizes = np.array([0] + [1 << k for k in range(21)], dtype=np.int64)
@@ -120,7 +122,8 @@ def test_hockney_as_carried_over_a_topology_is_recovered_and_prices_the_ping_pon
     truth = np.maximum(alpha + beta * sizes, wire)
     params, fit = fit_hockney(sizes, measured(truth, rng), wire)
     crossing = (alpha + burst / rate) / (1 / rate - beta)  # bytes where the line meets the wire
-    assert within(params.alpha, alpha, 0.05) and (crossing < 1024 or within(params.beta, beta))
+    held = sizes[sizes <= crossing].max()  # the largest size whose time is the line's
+    assert within(params.alpha, alpha, 0.05) and (beta * held < alpha or within(params.beta, beta))
     assert len(fit.residuals) == len(sizes)
     for size in (0, 4096, 65536):
         b = ScheduleBuilder(2, send_bytes=size, recv_bytes=size)
