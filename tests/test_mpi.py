@@ -224,9 +224,20 @@ def test_quick_probe_writes_a_consistent_profile(procs: int, topology: str | Non
         waited = any(n.startswith("loggp: S = ") and "B, waited)" in n for n in prov.notes)
         acked = models.loggp.S if waited else None
         assert any(("a send above" if waited else "no send waited") in n for n in prov.notes)
+        # the direct all-to-all and the pairwise exchange of the first duplex size: the part of the
+        # duplex shortfall that P - 1 streams into a host recover, applied if any
+        alltoall = profile.measurements["duplex_streams_alltoall"]
+        assert len(alltoall.points) == 2 and all(p.median > 0 for p in alltoall.points)
+        assert f"blocks of {PLANS['quick'].duplex_sizes[0]} B" in alltoall.method
+        note = next(n for n in prov.notes if n.startswith(f"duplex_streams: {procs - 1} streams"))
+        part = float(note.split("recover ")[1].split()[0])
+        assert 0 <= part <= 1 and len(profile.fits["duplex_streams"].residuals) == 1
+        streams = None if "not applied" in note else profile.topology.duplex_streams
+        assert streams is None or (streams[0] == procs - 1 and streams[1] == pytest.approx(part, abs=0.005))
         # message_cpu measured, but the loaded latency stands for it: the topology keeps its cores only
         assert profile.topology == given_topology.model_copy(update={"rto": rto, "duplex": duplex,
-                                                                     "trunk_duplex": trunk, "ack_above": acked})
+                                                                     "trunk_duplex": trunk, "ack_above": acked,
+                                                                     "duplex_streams": streams})
         assert any("carried over topology" in note for note in prov.notes)
     # the shifts one way and both ways, and the share of its rate a flow keeps from them
     one, both = profile.measurements["duplex_one_way"], profile.measurements["duplex_both_ways"]

@@ -28,6 +28,7 @@ from colltune.probe import (
     fit_piecewise,
     fit_plogp,
     fit_tree,
+    fit_duplex_streams,
     fit_trunk_duplex,
     loaded_latency,
     summarise,
@@ -332,6 +333,22 @@ def test_the_message_cpu_fit_recovers_the_cost_the_shifts_were_made_with():
         fit_message_cpu([1], [0.0], [1e-4], excess)
     with pytest.raises(ValueError, match="no cores"):
         shift_excess(star(8, 12.5e6), hockney, [1])
+
+
+
+def test_the_duplex_streams_fit_inverts_the_simulated_all_to_all():
+    """A simulated time falling from 10 s at no part recovered to 6 s at all of it: a measured 8 s
+    gives half; 11 s (slower than the table of one stream alone) gives 0, 5 s gives 1."""
+    def time(part: float) -> float:
+        return 10.0 - 4.0 * part
+
+    part, fit = fit_duplex_streams(8.0, time)
+    assert part == pytest.approx(0.5, abs=1e-6)
+    assert max(abs(v) for v in fit.residuals) < 1e-5
+    assert fit_duplex_streams(11.0, time)[0] == 0.0
+    assert fit_duplex_streams(5.0, time)[0] == 1.0
+    with pytest.raises(ValueError, match="positive time"):
+        fit_duplex_streams(0.0, time)
 
 
 def test_the_trunk_duplex_fit_recovers_the_share_the_shift_was_made_with():

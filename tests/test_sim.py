@@ -376,6 +376,40 @@ def test_the_duplex_share_follows_a_streams_run_of_messages(pause, second_end, s
     assert result.flow_end[sends[1::2]] == pytest.approx([second_end] * 2, rel=1e-12)
 
 
+@pytest.mark.parametrize("sharing", ["equal", "maxmin"])
+@pytest.mark.parametrize("streams, end", [(None, 12.0), ((2.0, 0.5), 10.0), ((4.0, 0.5), 11.0)])
+def test_streams_into_one_host_recover_part_of_the_duplex_shortfall(streams, end, sharing):
+    """Links of 1 unit/s, duplex 0.5: ranks 1 and 2 send 4 units each to rank 0 while rank 0 sends
+    4 to rank 1.  0 -> 1 (one stream into a host that sends) moves at 0.5 and ends at 8.  The two
+    streams into host 0 share 0.5 of its link without duplex_streams (0.25 each: 2 units by t = 8,
+    the last 2 at 0.5 once host 0 stops sending, ending at 12); with [2, 0.5] they recover half of
+    the shortfall, 0.75 of the link (0.375 each, 3 units by t = 8, ending at 10); with [4, 0.5] two
+    streams recover 0.5 ln 2 / ln 4 = 0.25 of it, 0.625 (0.3125 each, ending at 11)."""
+    b = ScheduleBuilder(3, send_bytes=4, recv_bytes=8)
+    for src in (1, 2):
+        b.send(src, 0, Region(Buf.SEND, 0, 4), tag=1)
+        b.recv(0, src, Region(Buf.RECV, 4 * (src - 1), 4), tag=1)
+    b.send(0, 1, Region(Buf.SEND, 0, 4), tag=2)
+    b.recv(1, 0, Region(Buf.RECV, 0, 4), tag=2)
+    schedule = b.build()
+    topo = _duplexed(3, ((1.0, 0.5),)).model_copy(update={"duplex_streams": streams})
+    result = simulate(schedule, "postal", Postal(lam=0.0, step=0.0), topology=topo, sharing=sharing)
+    assert result.flow_end[op_index(schedule, 0, Kind.SEND)] == pytest.approx(8.0, rel=1e-12)
+    assert [result.flow_end[op_index(schedule, r, Kind.SEND)] for r in (1, 2)] == pytest.approx([end] * 2, rel=1e-12)
+
+
+@pytest.mark.parametrize("streams, problem", [
+    ((1.0, 0.5), "streams must be more than 1"),
+    ((7.0, 0.0), "streams must be more than 1 and the part in"),
+    ((7.0, 1.5), "streams must be more than 1 and the part in"),
+])
+def test_bad_duplex_streams_are_refused_naming_the_field(streams, problem):
+    with pytest.raises(ValueError, match=f"duplex_streams: {problem}"):
+        Topology.model_validate({**_duplexed(2, ((1.0, 0.5),)).model_dump(), "duplex_streams": streams})
+    with pytest.raises(ValueError, match="duplex_streams needs duplex"):
+        Topology.model_validate({**star(2, 1.0).model_dump(), "duplex_streams": (7.0, 0.5)})
+
+
 @pytest.mark.parametrize("duplex, problem", [
     ((), "sizes must be positive and ascending"),
     (((8.0, 0.5), (2.0, 0.7)), "sizes must be positive and ascending"),

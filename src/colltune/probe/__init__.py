@@ -16,6 +16,7 @@ from colltune.probe.fit import (
     epsilon_t,
     fit_cluster_latency,
     fit_duplex,
+    fit_duplex_streams,
     fit_hockney,
     fit_incast,
     fit_loggp,
@@ -31,6 +32,6 @@ from colltune.probe.choices import FINALISTS, choice_scores, choose_by_choices, 
 from colltune.probe.stats import summarise
 
 __all__ = ["FINALISTS", "Incast", "choice_scores", "choose_by_choices", "disputed", "eager_threshold", "epsilon_s",
-           "epsilon_t", "fit_cluster_latency", "fit_duplex", "fit_hockney", "fit_incast", "fit_loggp",
-           "fit_message_cpu", "fit_piecewise", "fit_plogp", "fit_tree", "fit_trunk_duplex", "loaded_latency",
+           "epsilon_t", "fit_cluster_latency", "fit_duplex", "fit_duplex_streams", "fit_hockney", "fit_incast",
+           "fit_loggp", "fit_message_cpu", "fit_piecewise", "fit_plogp", "fit_tree", "fit_trunk_duplex", "loaded_latency",
            "model_choices", "summarise", "with_loaded_latency"]

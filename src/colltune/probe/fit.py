@@ -290,6 +290,24 @@ def fit_trunk_duplex(sizes: Sequence[int], measured: Array,
                                 "between switches matches the measured one (Brent's method)", np.asarray(residuals))
 
 
+def fit_duplex_streams(measured: float, simulated: Callable[[float], float]) -> tuple[float, Fit]:
+    """The part of the duplex table's shortfall that many streams into one host recover together
+    (a topology's ``duplex_streams``): the part r in [0, 1] at which ``simulated(r)`` (s, the
+    simulated time of the probe's all-to-all, nonincreasing in r) matches its ``measured`` median
+    (s); 0 where even r = 0 simulates no slower than measured, 1 where r = 1 simulates slower.  The
+    residual is the simulated minus the measured time."""
+    if not measured > 0:
+        raise ValueError(f"a duplex streams fit needs a positive time; got {measured} s")
+    if simulated(0.0) <= measured:
+        r = 0.0
+    elif simulated(1.0) >= measured:
+        r = 1.0
+    else:
+        r = float(scipy.optimize.brentq(lambda v: simulated(v) - measured, 0.0, 1.0, xtol=1e-6))
+    return r, record(("duplex_streams_alltoall",), "the part whose simulated all-to-all matches the measured one "
+                     "(Brent's method)", np.asarray([simulated(r) - measured]))
+
+
 #: The most processor time per message :func:`fit_message_cpu` looks for, s.
 MAX_MESSAGE_CPU = 0.01
 

@@ -37,6 +37,10 @@ What is measured, and how (kernels in :mod:`colltune.probe.measure`, fits in
   away loads both ways (tree:2's uplinks), the share of such a link a flow can use meanwhile
   (:func:`colltune.probe.fit.fit_trunk_duplex`, through the simulator), written into the profile's
   topology (:meth:`colltune.sim.topology.Topology.trunk_duplex_factor`);
+- with a topology and more than 2 ranks, the direct all-to-all and the pairwise exchange of the
+  first duplex size, one right after the other: the part of the duplex shortfall that many streams
+  into one host recover together (:func:`_measure_duplex_streams`), written into the profile's
+  topology (``duplex_streams``, :meth:`colltune.sim.topology.Topology.duplex_factor`);
 - a check: the times of a few collectives (:data:`CHECKS`) at a few sizes, run by colltune's
   executor, then of as many more cases again on which the two network models that predict the
   first ones best disagree most (:func:`discriminating_cases`), and of the algorithms that the
@@ -96,6 +100,7 @@ from colltune.probe.trunks import trunk_distance, trunk_shift_time
 from colltune.profiles.format import Fit, Models, Profile, Provenance, Series, Spread
 from colltune.report.fidelity import BEST_TOLERANCE
 from colltune.runtime.quiet import sleep_until
+from colltune.schedule import Schedule
 from colltune.sim import NETWORKS, Topology, topology_for
 from colltune.sim.calls import steady_call
 from colltune.tune.measure import REST, time_collective
@@ -165,6 +170,11 @@ PLANS = {
 #: ``default_network``.
 CHECKS = (("bcast", "binomial_tree"), ("allgather", "ring"), ("alltoall", "pairwise_exchange"),
           ("gather", "flat_tree"), ("allreduce", "recursive_doubling"), ("bcast", "chain"))
+#: The collectives the probe times, one right after the other, to measure a topology's
+#: ``duplex_streams``: the direct all-to-all, every host sending to and receiving from every other
+#: at once (each host's sends posted starting with the next rank), and the pairwise exchange, one
+#: stream into each host at a time.
+STREAMS_CASES = (("alltoall", "direct_rotated"), ("alltoall", "pairwise_exchange"))
 #: The least time, s, a receiver holds off while the probe looks for the eager threshold: half of
 #: it (what a send must take to count as waiting) is 50 times a small eager send here (10 us).
 MIN_HOLD = 1e-3
@@ -306,7 +316,8 @@ def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, to
     depth = floor_log2(P)
     shared = topology is not None and topology.cores is not None and P > topology.cores
     across = None if topology is None else trunk_distance(topology.first(P))
-    total = 16 + 2 * depth + P // 2 + shared + (across is not None)  # the step() calls below
+    many = topology is not None and P > 2
+    total = 16 + 2 * depth + P // 2 + shared + (across is not None) + many  # the step() calls below
     steps = iter(range(total))
 
     def step(what: str) -> None:
@@ -391,6 +402,11 @@ def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, to
     if across is not None:
         step(f"trunks: every rank sending to the rank {across} after it, across the links between switches")
         trunk_shifts = [meter.shift(s, plan.incast_reps, True, distance=across) for s in plan.duplex_sizes]
+    streams = None
+    if many:
+        step(f"duplex streams: the direct all-to-all of {plan.duplex_sizes[0]} B blocks ({P - 1} streams into "
+             "every host that sends) and the pairwise exchange (one)")
+        streams = _time_cases(comm, [(coll, alg, plan.duplex_sizes[0]) for coll, alg in STREAMS_CASES])
     cpu_shifts = None
     if shared:
         assert topology is not None and topology.cores is not None
@@ -560,6 +576,9 @@ def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, to
     if trunk_shifts is not None:
         assert topology is not None and across is not None
         topology = _measure_trunk_duplex(topology, hockney, ds, trunk_shifts, P, across, m, fits, notes)
+    if streams is not None:
+        assert topology is not None
+        topology = _measure_duplex_streams(topology, hockney, plan.duplex_sizes[0], streams, P, m, fits, notes)
     if cpu_shifts is not None:
         assert topology is not None
         _measure_message_cpu(topology, hockney, plan.cpu_sizes, cpu_shifts, P, m, fits, notes)
@@ -692,6 +711,42 @@ def _measure_trunk_duplex(topology: Topology, hockney: Hockney, sizes: Sequence[
                  " of a link between switches while data crosses it the other way (the shift of every rank by "
                  f"{distance}, inverted through the simulator); applied in the topology")
     return topology.model_copy(update={"trunk_duplex": table})
+
+
+def _measure_duplex_streams(topology: Topology, hockney: Hockney, size: int, timings: Sequence[Timing], procs: int,
+                            m: dict[str, Series], fits: dict[str, Fit], notes: list[str]) -> Topology:
+    """``topology`` with the ``duplex_streams`` that :data:`STREAMS_CASES` of ``size`` bytes blocks
+    (``timings``, in that order) measured: the part of the duplex table's shortfall at which the
+    simulated direct all-to-all runs as much faster than the simulated pairwise exchange as
+    measured (each the third of calls back to back, Hockney's idle fit over the topology with every
+    table measured before; :func:`colltune.probe.fit.fit_duplex_streams`); unchanged if no part is
+    recovered.  The series, fit and note recorded.
+
+    By their ratio, not the all-to-all's time alone: the share one stream keeps at 64 KiB read 0.67
+    and 0.81 in two probes of the star testbed (2026-12-03), and the direct all-to-all 53.9 ms in
+    the second probe and 48.4 ms in the benchmark after it, while the two all-to-alls moved
+    together: in the benchmarks of both probes the direct one (rotated) ran 47.0 and 48.4 ms and the
+    pairwise exchange 54.9 and 53.7 ms, where the table of one stream priced both alike."""
+    m["duplex_streams_alltoall"] = summarised(
+        "s", "case", range(len(STREAMS_CASES)), [_spread(t) for t in timings],
+        "the slowest rank's median time of " + " and ".join(f"{c}/{a}" for c, a in STREAMS_CASES) +
+        f" with blocks of {size} B, one right after the other: {procs - 1} streams into every host while it "
+        "sends, and one")
+    direct, pairwise = (REGISTRY.get(c, a).schedule(procs, 0, size) for c, a in STREAMS_CASES)
+    streams = float(procs - 1)
+
+    def time(schedule: Schedule, part: float) -> float:
+        topo = topology.model_copy(update={"duplex_streams": (streams, part) if part > 0 else None})
+        return steady_call(schedule, "hockney", hockney, topology=topo)
+
+    t_direct, t_pairwise = (t.median for t in timings)
+    target = time(pairwise, 0.0) * t_direct / t_pairwise  # the direct one at the simulated pairwise's level
+    part, fits["duplex_streams"] = fit.fit_duplex_streams(target, lambda r: time(direct, r))
+    notes.append(f"duplex_streams: {procs - 1} streams into a host that sends recover {part:.2f} of the duplex "
+                 f"table's shortfall (the direct all-to-all of {size} B blocks ran {t_direct * 1e3:.1f} ms, the "
+                 f"pairwise exchange {t_pairwise * 1e3:.1f} ms; their ratio inverted through the simulator)"
+                 + ("" if part > 0 else "; not applied"))
+    return topology if part <= 0 else topology.model_copy(update={"duplex_streams": (streams, part)})
 
 
 def _measure_message_cpu(topology: Topology, hockney: Hockney, sizes: Sequence[int], shifts: dict[int, list],

@@ -21,8 +21,10 @@
 //     bytes at once (the least over the path), taking them from each; while the receiver's host
 //     sends (a flow climbs from it), a stream can use the duplex table's share, at the bytes of
 //     its run (its messages back to back, none idle for more than warm_gap, through its first
-//     flow), of its share of the link into that host, and while a link between two switches
-//     carries data the other way, trunk_duplex[i] of its share of that link, i its first flow
+//     flow), of its share of the link into that host (with n streams into that host, the share
+//     regains many_recover min(1, ln n / ln many_streams) of the table's shortfall), and while a
+//     link between two switches carries data the other way, trunk_duplex[i] of its share of that
+//     link, i its first flow
 //     (TCP's acknowledgements queue behind that data; colltune.sim.topology);
 //   at arrival ta the message waits for the receiver's CPU and receive NIC; processed at t' it
 //     keeps the CPU busy until t' + cr[i] and the NIC until t' + gr[i];
@@ -318,6 +320,9 @@ class Engine {
   // colltune.sim.topology._by_size); none: the whole share.
   std::vector<double> duplex_at, duplex_share;
   double warm_gap = 0;  // s: a stream idle no longer than this continues its run (keeps its window)
+  // With several streams into one host (many_streams > 1): the part of the duplex table's
+  // shortfall they recover (colltune.sim.topology.Topology.duplex_streams); 0: none.
+  double many_streams = 0, many_recover = 0;
   const double* trunk_duplex = nullptr;  // per send: its share of a switch's link carrying data both ways
   const uint8_t* rdv;
   const double* ack = nullptr;  // per send: s from its message processed to its completion; < 0: none
@@ -818,8 +823,19 @@ class Engine {
   // receiver's host, trunk_duplex[i] of its first flow i on a link between two switches; else 1.
   double duplex_scale(const FlowGroup& G, int32_t l) const {
     if (G.flows.empty() || link_count[l ^ 1] == 0) return 1.0;
-    if (l == link_into(G)) return duplex_at.empty() ? 1.0 : duplex_of(G.run);
+    if (l == link_into(G)) {
+      if (duplex_at.empty()) return 1.0;
+      double share = duplex_of(G.run);
+      return share + (1.0 - share) * recovered(link_count[l]);
+    }
     return trunk_duplex != nullptr && trunk[l >> 1] ? trunk_duplex[G.flows.top().second] : 1.0;
+  }
+  // The part of the duplex table's shortfall that `streams` streams into one host recover
+  // together: many_recover at many_streams or more, none for one, in between by log streams.
+  double recovered(int64_t streams) const {
+    if (streams <= 1 || many_recover <= 0) return 0.0;
+    if (double(streams) >= many_streams) return many_recover;
+    return many_recover * std::log(double(streams)) / std::log(many_streams);
   }
   double duplex_of(double units) const {
     double x = std::log2(std::max(units, 1.0));
@@ -985,7 +1001,8 @@ nb::dict simulate(int64_t procs, In<int8_t> kind, In<int32_t> rank, In<int32_t> 
                   In<int64_t> rank_ptr, In<int64_t> dep_ptr, In<int64_t> dep_idx, In<bool> dep_start, bool in_order,
                   In<double> cost, In<double> cs, In<double> gs, In<double> lat, In<double> cr, In<double> gr,
                   In<uint8_t> rdv, In<double> ack, In<double> vol, In<double> rto, In<double> duplex_sizes,
-                  In<double> duplex_shares, double warm_gap, In<double> trunk_duplex,
+                  In<double> duplex_shares, double warm_gap, double many_streams, double many_recover,
+                  In<double> trunk_duplex,
                   In<int32_t> topo_parent,
                   In<double> topo_up,
                   In<double> topo_down, In<double> topo_burst, In<int32_t> host_node, bool maxmin,
@@ -1034,6 +1051,10 @@ nb::dict simulate(int64_t procs, In<int8_t> kind, In<int32_t> rank, In<int32_t> 
     throw std::invalid_argument("duplex_sizes and duplex_shares must have one entry each per row");
   if (!(warm_gap >= 0)) throw std::invalid_argument("warm_gap must be >= 0");
   e.warm_gap = warm_gap;
+  if (many_recover != 0 && !(many_streams > 1 && many_recover > 0 && many_recover <= 1))
+    throw std::invalid_argument("duplex streams must be more than 1 and their recovered part in (0, 1]");
+  e.many_streams = many_streams;
+  e.many_recover = many_recover;
   for (size_t k = 0; e.flows_on && k < duplex_sizes.shape(0); ++k) {
     if (!(duplex_sizes.data()[k] > 0) || (k > 0 && !(duplex_sizes.data()[k] > duplex_sizes.data()[k - 1])))
       throw std::invalid_argument("duplex_sizes must be positive and ascending");
@@ -1105,7 +1126,7 @@ NB_MODULE(_engine, m) {
         nb::arg("lat").noconvert(), nb::arg("cr").noconvert(), nb::arg("gr").noconvert(),
         nb::arg("rdv").noconvert(), nb::arg("ack").noconvert(), nb::arg("vol").noconvert(), nb::arg("rto").noconvert(),
         nb::arg("duplex_sizes").noconvert(), nb::arg("duplex_shares").noconvert(), nb::arg("warm_gap"),
-        nb::arg("trunk_duplex").noconvert(),
+        nb::arg("many_streams"), nb::arg("many_recover"), nb::arg("trunk_duplex").noconvert(),
         nb::arg("topo_parent").noconvert(), nb::arg("topo_up").noconvert(), nb::arg("topo_down").noconvert(),
         nb::arg("topo_burst").noconvert(), nb::arg("host_node").noconvert(), nb::arg("maxmin"), nb::arg("fifo_bytes"),
         nb::arg("cores"), nb::arg("core_cost").noconvert(), nb::arg("start").noconvert(),

@@ -195,6 +195,7 @@ def _run(schedule: Schedule, costs: Costs, cost: np.ndarray, penalty: np.ndarray
     arrays["completion"] = np.zeros(P)
     none_i, none_f = np.zeros(0, dtype=np.int32), np.zeros(0)
     duplex_sizes, duplex_shares, trunk_duplex, cores, core_cost = none_f, none_f, none_f, 0, none_f
+    many = (0.0, 0.0)
     if costs.topology is not None:
         if costs.topology.cores is not None:
             cores, core_cost = costs.topology.cores, costs.topology.message_cpu_of(schedule.columns["length"])
@@ -202,6 +203,8 @@ def _run(schedule: Schedule, costs: Costs, cost: np.ndarray, penalty: np.ndarray
         burst, vol, fifo = costs.topology.bursts(), costs.vol, costs.topology.window or 0.0
         if costs.topology.duplex is not None:  # looked up by each stream's run (Topology.duplex_factor)
             duplex_sizes, duplex_shares = (np.array(column, dtype=np.float64) for column in zip(*costs.topology.duplex))
+            if costs.topology.duplex_streams is not None:
+                many = costs.topology.duplex_streams
         if costs.topology.trunk_duplex is not None:
             trunk_duplex = costs.topology.trunk_duplex_factor(schedule.columns["length"])
     else:
@@ -214,7 +217,7 @@ def _run(schedule: Schedule, costs: Costs, cost: np.ndarray, penalty: np.ndarray
         bool(schedule.meta.get("posting_order", True)), cost, costs.cs, costs.gs, costs.lat, costs.cr, costs.gr,
         costs.rdv, none_f if costs.ack is None else costs.ack, vol,
         penalty if costs.topology is not None else none_f, duplex_sizes, duplex_shares, TCP_RTO_MIN,
-        trunk_duplex, parent, up, down,
+        float(many[0]), float(many[1]), trunk_duplex, parent, up, down,
         burst, host_node,
         sharing == "maxmin", fifo, cores, core_cost, arrays["start"], arrays["end"], arrays["flow_start"],
         arrays["flow_end"], arrays["flow_rate"],
