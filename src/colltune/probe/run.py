@@ -175,6 +175,11 @@ CHECKS = (("bcast", "binomial_tree"), ("allgather", "ring"), ("alltoall", "pairw
 #: at once (each host's sends posted starting with the next rank), and the pairwise exchange, one
 #: stream into each host at a time.
 STREAMS_CASES = (("alltoall", "direct_rotated"), ("alltoall", "pairwise_exchange"))
+#: Rounds of :data:`STREAMS_CASES` and repetitions of each in a round (after one warm-up): the
+#: ratio of the two read 1.00 and 0.85 in two probes of one round of 7 on the star testbed
+#: (2026-12-03), where the benchmarks after them read 0.84-0.90; the median of the rounds' ratios
+#: counts.
+STREAMS_ROUNDS, STREAMS_REPS = 3, 5
 #: The least time, s, a receiver holds off while the probe looks for the eager threshold: half of
 #: it (what a send must take to count as waiting) is 50 times a small eager send here (10 us).
 MIN_HOLD = 1e-3
@@ -406,7 +411,8 @@ def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, to
     if many:
         step(f"duplex streams: the direct all-to-all of {plan.duplex_sizes[0]} B blocks ({P - 1} streams into "
              "every host that sends) and the pairwise exchange (one)")
-        streams = _time_cases(comm, [(coll, alg, plan.duplex_sizes[0]) for coll, alg in STREAMS_CASES])
+        streams = [time_collective(comm, coll, alg, plan.duplex_sizes[0], {}, STREAMS_REPS, 1, rest=REST)
+                   for _ in range(STREAMS_ROUNDS) for coll, alg in STREAMS_CASES]
     cpu_shifts = None
     if shared:
         assert topology is not None and topology.cores is not None
@@ -715,10 +721,11 @@ def _measure_trunk_duplex(topology: Topology, hockney: Hockney, sizes: Sequence[
 
 def _measure_duplex_streams(topology: Topology, hockney: Hockney, size: int, timings: Sequence[Timing], procs: int,
                             m: dict[str, Series], fits: dict[str, Fit], notes: list[str]) -> Topology:
-    """``topology`` with the ``duplex_streams`` that :data:`STREAMS_CASES` of ``size`` bytes blocks
-    (``timings``, in that order) measured: the part of the duplex table's shortfall at which the
-    simulated direct all-to-all runs as much faster than the simulated pairwise exchange as
-    measured (each the third of calls back to back, Hockney's idle fit over the topology with every
+    """``topology`` with the ``duplex_streams`` that :data:`STREAMS_ROUNDS` rounds of
+    :data:`STREAMS_CASES` of ``size`` bytes blocks (``timings``, round after round) measured: the
+    part of the duplex table's shortfall at which the simulated direct all-to-all runs as much
+    faster than the simulated pairwise exchange as measured (the median of the rounds' ratios; each
+    simulated as the third of calls back to back, Hockney's idle fit over the topology with every
     table measured before; :func:`colltune.probe.fit.fit_duplex_streams`); unchanged if no part is
     recovered.  The series, fit and note recorded.
 
@@ -727,11 +734,13 @@ def _measure_duplex_streams(topology: Topology, hockney: Hockney, size: int, tim
     the second probe and 48.4 ms in the benchmark after it, while the two all-to-alls moved
     together: in the benchmarks of both probes the direct one (rotated) ran 47.0 and 48.4 ms and the
     pairwise exchange 54.9 and 53.7 ms, where the table of one stream priced both alike."""
+    n = len(STREAMS_CASES)
+    by_case = [list(timings[k::n]) for k in range(n)]
     m["duplex_streams_alltoall"] = summarised(
-        "s", "case", range(len(STREAMS_CASES)), [_spread(t) for t in timings],
-        "the slowest rank's median time of " + " and ".join(f"{c}/{a}" for c, a in STREAMS_CASES) +
-        f" with blocks of {size} B, one right after the other: {procs - 1} streams into every host while it "
-        "sends, and one")
+        "s", "case", range(n), [_over_rounds(t) for t in by_case],
+        "the slowest rank's time of " + " and ".join(f"{c}/{a}" for c, a in STREAMS_CASES) +
+        f" with blocks of {size} B, one right after the other, in {len(by_case[0])} rounds (the median of the "
+        f"rounds' medians): {procs - 1} streams into every host while it sends, and one")
     direct, pairwise = (REGISTRY.get(c, a).schedule(procs, 0, size) for c, a in STREAMS_CASES)
     streams = float(procs - 1)
 
@@ -739,12 +748,12 @@ def _measure_duplex_streams(topology: Topology, hockney: Hockney, size: int, tim
         topo = topology.model_copy(update={"duplex_streams": (streams, part) if part > 0 else None})
         return steady_call(schedule, "hockney", hockney, topology=topo)
 
-    t_direct, t_pairwise = (t.median for t in timings)
-    target = time(pairwise, 0.0) * t_direct / t_pairwise  # the direct one at the simulated pairwise's level
+    ratio = float(np.median([d.median / p.median for d, p in zip(*by_case, strict=True)]))
+    target = time(pairwise, 0.0) * ratio  # the direct one at the simulated pairwise's level
     part, fits["duplex_streams"] = fit.fit_duplex_streams(target, lambda r: time(direct, r))
     notes.append(f"duplex_streams: {procs - 1} streams into a host that sends recover {part:.2f} of the duplex "
-                 f"table's shortfall (the direct all-to-all of {size} B blocks ran {t_direct * 1e3:.1f} ms, the "
-                 f"pairwise exchange {t_pairwise * 1e3:.1f} ms; their ratio inverted through the simulator)"
+                 f"table's shortfall (the direct all-to-all of {size} B blocks ran {ratio:.2f} of the pairwise "
+                 f"exchange's time, the median of {len(by_case[0])} rounds; inverted through the simulator)"
                  + ("" if part > 0 else "; not applied"))
     return topology if part <= 0 else topology.model_copy(update={"duplex_streams": (streams, part)})
 
