@@ -293,9 +293,10 @@ def fit_trunk_duplex(sizes: Sequence[int], measured: Array,
 def fit_duplex_streams(measured: float, simulated: Callable[[float], float]) -> tuple[float, Fit]:
     """The part of the duplex table's shortfall that many streams into one host recover together
     (a topology's ``duplex_streams``): the part r in [0, 1] at which ``simulated(r)`` (s, the
-    simulated time of the probe's all-to-all, nonincreasing in r) matches its ``measured`` median
-    (s); 0 where even r = 0 simulates no slower than measured, 1 where r = 1 simulates slower.  The
-    residual is the simulated minus the measured time."""
+    simulated time of the probe's direct all-to-all, nonincreasing in r) matches ``measured`` (s:
+    the time the probe's measurements give it; :func:`colltune.probe.run._measure_duplex_streams`
+    takes it from its ratio to the pairwise exchange); 0 where even r = 0 simulates no slower, 1
+    where r = 1 simulates slower.  The residual is the simulated minus the measured time."""
     if not measured > 0:
         raise ValueError(f"a duplex streams fit needs a positive time; got {measured} s")
     if simulated(0.0) <= measured:
