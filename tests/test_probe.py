@@ -21,6 +21,7 @@ from colltune.probe import (
     epsilon_t,
     fit_cluster_latency,
     fit_duplex,
+    fit_duplex_streams,
     fit_hockney,
     fit_incast,
     fit_loggp,
@@ -28,7 +29,6 @@ from colltune.probe import (
     fit_piecewise,
     fit_plogp,
     fit_tree,
-    fit_duplex_streams,
     fit_trunk_duplex,
     loaded_latency,
     summarise,
@@ -333,7 +333,6 @@ def test_the_message_cpu_fit_recovers_the_cost_the_shifts_were_made_with():
         fit_message_cpu([1], [0.0], [1e-4], excess)
     with pytest.raises(ValueError, match="no cores"):
         shift_excess(star(8, 12.5e6), hockney, [1])
-
 
 
 def test_the_duplex_streams_fit_inverts_the_simulated_all_to_all():

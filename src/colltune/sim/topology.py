@@ -250,8 +250,8 @@ class Topology(BaseModel):
         fills sooner for the same wait of its acknowledgements.  On the star testbed (2026-12-03)
         the rotated direct all-to-all of 64 KiB, 7 streams into every host at once, ran 47 ms and
         the pairwise exchange, one at a time, 55 ms, where the table of one stream (0.67 at 64 KiB)
-        priced both at 58 ms.  ``colltune probe`` measures r from that all-to-all
-        (:func:`colltune.probe.fit.fit_duplex_streams`)."""
+        priced both at 58 ms.  ``colltune probe`` measures r from the ratio of those two
+        all-to-alls (:func:`colltune.probe.fit.fit_duplex_streams`)."""
         return _by_size(self.duplex, size, 1.0)
 
     def trunk_duplex_factor(self, size: np.ndarray) -> np.ndarray:
