@@ -410,6 +410,33 @@ def test_bad_duplex_streams_are_refused_naming_the_field(streams, problem):
         Topology.model_validate({**star(2, 1.0).model_dump(), "duplex_streams": (7.0, 0.5)})
 
 
+@pytest.mark.parametrize("framing, first_end, second_end", [(None, 10.0, 14.0), ((4, 1), 13.0, 18.0),
+                                                             ((1448, 66), 10.0 + 66, 14.0 + 2 * 66)])
+def test_each_frame_adds_its_header_to_what_a_link_carries(framing, first_end, second_end):
+    """A link of 1 unit/s, free endpoints: rank 0 sends 10 units, then 4, to rank 1.  With frames of
+    4 units of data and 1 of header the first carries ceil(10 / 4) = 3 headers (13 units, ending at
+    13) and the second one (5 more, ending at 18); frames larger than the message add one header
+    each.  The wire time of a message alone counts the headers too."""
+    b = ScheduleBuilder(2, send_bytes=14, recv_bytes=14)
+    first = b.send(0, 1, Region(Buf.SEND, 0, 10))
+    b.send(0, 1, Region(Buf.SEND, 10, 4), requires=[first])
+    b.recv(1, 0, Region(Buf.RECV, 0, 10))
+    b.recv(1, 0, Region(Buf.RECV, 10, 4))
+    schedule = b.build()
+    topo = star(2, 1.0).model_copy(update={"framing": framing})
+    result = simulate(schedule, "postal", Postal(lam=0.0, step=0.0), topology=topo)
+    sends = np.flatnonzero(schedule.columns["kind"] == Kind.SEND)
+    assert result.flow_end[sends] == pytest.approx([first_end, second_end], rel=1e-12)
+    assert topo.wire_times(np.array([0]), np.array([1]), np.array([10])) == pytest.approx([first_end], rel=1e-12)
+    assert topo.on_wire(np.array([0.0]))[0] == 0.0  # an empty message carries no frame of data
+
+
+@pytest.mark.parametrize("framing", [(0, 66), (1448, -1)])
+def test_bad_framing_is_refused_naming_the_field(framing):
+    with pytest.raises(ValueError, match="framing: a frame's payload must be at least 1 B"):
+        Topology.model_validate({**star(2, 1.0).model_dump(), "framing": framing})
+
+
 @pytest.mark.parametrize("duplex, problem", [
     ((), "sizes must be positive and ascending"),
     (((8.0, 0.5), (2.0, 0.7)), "sizes must be positive and ascending"),

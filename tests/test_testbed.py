@@ -71,6 +71,7 @@ def test_star_links_carry_their_rate_and_the_topology_file_describes_them(bed):
     assert all(n.buffer == 65536 for n in topology.nodes if n.parent)  # the switch ports' queues, as made
     assert all(n.burst == testbed.net.BURST for n in topology.nodes if n.parent)  # and the links' buckets
     assert topology.window == testbed.net.TCP_WINDOW
+    assert topology.framing == (testbed.net.SEGMENT, testbed.net.FRAME - testbed.net.SEGMENT)  # tbf counts headers
     assert topology.cores == len(os.sched_getaffinity(0))  # its hosts share this machine's cores
     qdisc = subprocess.run(["ip", "netns", "exec", f"{NAME}-h0", "tc", "-j", "qdisc", "show", "dev", "eth0"],
                            capture_output=True, text=True, check=True).stdout

@@ -70,6 +70,8 @@ def drop_rule(topology: Topology, vol: np.ndarray) -> Rule | None:
     up_buffer = np.where(is_host, np.inf, buffer)
     if not (np.isfinite(buffer) & (parent >= 0)).any():  # the root has no link, so no port
         return None
+    # a window's bytes as the port's queue holds them (with their frames' headers), like the flows'
+    window = None if topology.window is None else float(topology.on_wire(topology.window))
 
     def rule(schedule: Schedule, arrays: dict[str, np.ndarray]) -> np.ndarray:
         c = schedule.columns
@@ -98,7 +100,7 @@ def drop_rule(topology: Topology, vol: np.ndarray) -> Rule | None:
             flows = np.flatnonzero(moving & np.isin(pair, pairs))
             r = np.minimum(offered[flows], cap_of_pair[pair[flows]])
             s = start[flows]
-            lost[flows] += _port_losses(s, s + size[flows] / r, r, bandwidth, room, topology.window)
+            lost[flows] += _port_losses(s, s + size[flows] / r, r, bandwidth, room, window)
         hit = lost > 0
         charge = np.zeros(len(schedule))
         charge[sends[hit]] = topology.rto + lost[hit] / rate[hit]

@@ -200,7 +200,8 @@ def _run(schedule: Schedule, costs: Costs, cost: np.ndarray, penalty: np.ndarray
         if costs.topology.cores is not None:
             cores, core_cost = costs.topology.cores, costs.topology.message_cpu_of(schedule.columns["length"])
         parent, up, down, _, host_node = costs.topology.arrays()
-        burst, vol, fifo = costs.topology.bursts(), costs.vol, costs.topology.window or 0.0
+        burst, vol = costs.topology.bursts(), costs.vol
+        fifo = 0.0 if costs.topology.window is None else float(costs.topology.on_wire(costs.topology.window))
         if costs.topology.duplex is not None:  # looked up by each stream's run (Topology.duplex_factor)
             duplex_sizes, duplex_shares = (np.array(column, dtype=np.float64) for column in zip(*costs.topology.duplex))
             if costs.topology.duplex_streams is not None:

@@ -300,13 +300,15 @@ def _plogpt(p: PlogPT, msgs: Messages) -> Costs:
 
 
 def on_topology(costs: Costs, msgs: Messages, topology: Topology, back: np.ndarray | None = None) -> Costs:
-    """Carry the messages of ``costs`` as flows over ``topology``, each carrying its size in bytes,
-    without counting the wire twice.
+    """Carry the messages of ``costs`` as flows over ``topology``, each carrying its bytes on the
+    wire (its size, with its frames' headers where the topology gives ``framing``:
+    :meth:`~colltune.sim.topology.Topology.on_wire`), without counting the wire twice.
 
     An endpoint model measured on a network already holds its wire time: g(m), beta m, G m grow
     with the bytes on the link.  The flow now carries them, so the endpoint's costs keep only what
-    exceeds the message's wire time on its path alone, w = m / (the narrowest link of the path), or
-    (m - b) / (the narrowest link) when every link of the path passes b bytes at once after an idle
+    exceeds the message's wire time on its path alone, w = v / (the narrowest link of the path), v
+    its bytes on the wire, or
+    (v - b) / (the narrowest link) when every link of the path passes b bytes at once after an idle
     spell (the least :attr:`~colltune.sim.topology.Node.burst` of the path; the engine's buckets;
     :meth:`~colltune.sim.topology.Topology.wire_times`):
     the sender's CPU and NIC times and the receiver's NIC gap lose w (a blocking send of a large
@@ -338,7 +340,7 @@ def on_topology(costs: Costs, msgs: Messages, topology: Topology, back: np.ndarr
     lat = less_wire(costs.lat)
     cr = np.maximum(costs.cr - np.maximum(wire - costs.lat, 0.0), 0.0)
     lat[msgs.sends] += path_lat
-    vol = np.where(msgs.sends, msgs.size.astype(np.float64), 0.0)
+    vol = np.where(msgs.sends, topology.on_wire(msgs.size), 0.0)
     ack = None
     if topology.ack_above is not None:
         ack = np.full(len(msgs.sends), -1.0)

@@ -101,6 +101,11 @@ class Topology(BaseModel):
                        description="retransmission timeout charged for a dropped flow, s (default: Linux's "
                                    "TCP_RTO_MIN, 200 ms; 0: a drop costs the resend only, as when TCP "
                                    "recovers by fast retransmit in most runs)")
+    framing: tuple[int, int] | None = Field(
+        None, description="[payload, header]: a message travels in frames of at most payload bytes of its data, and "
+                          "each frame adds header bytes on every link (the headers the link's rate counts; the "
+                          "testbed's tc tbf counts a TCP segment's Ethernet, IP and TCP headers: [1448, 66]); "
+                          "None: a message carries only its bytes")
     window: float | None = Field(None, gt=0, allow_inf_nan=False,
                                  description="bytes a flow keeps in flight at most (TCP's window): a port "
                                              "overflows only if its flows' windows exceed its queue; None: "
@@ -154,6 +159,9 @@ class Topology(BaseModel):
             bad = [eff for _, eff in table or () if not 0 < eff <= 1]
             if bad:
                 raise ValueError(f"{field}: efficiencies must lie in (0, 1], not {bad[0]}")
+        if self.framing is not None and not (self.framing[0] >= 1 and self.framing[1] >= 0):
+            raise ValueError(f"framing: a frame's payload must be at least 1 B and its header at least 0 B, "
+                             f"not {list(self.framing)}")
         if self.duplex_streams is not None:
             streams, part = self.duplex_streams
             if not (streams > 1 and 0 < part <= 1 and math.isfinite(streams)):
@@ -356,18 +364,38 @@ class Topology(BaseModel):
             paths.append((climb, descend[::-1], a))
         return inverse.reshape(-1), paths
 
+    def on_wire(self, size: np.ndarray) -> np.ndarray:
+        """Per message of ``size`` bytes, the bytes (float) its flow carries on each link: its size
+        and, with ``framing`` [payload, header], header bytes for each of its ceil(size / payload)
+        frames; an empty message carries none (its frame is the endpoint model's latency, measured
+        with it).
+
+        A link's rate counts the frames' headers as well as the data: the testbed's tc tbf at 100
+        Mbit/s passes 12.5e6 B/s of 1514-byte frames, which hold 1448 B of a TCP stream each, so a
+        stream gets 95.6 Mbit/s of it (what MPI measured there: docs/fidelity.md, "What the
+        benchmark found").  Carried without the headers, every message whose wire time decides its
+        time was priced 4.4 % short: on the fidelity benchmark of 2026-12-03 evening the flat-tree
+        and chain broadcasts and the gather-broadcast all-gather of 64 and 512 KiB ran 1.05-1.06
+        times their price on the star (docs/fidelity.md, "2026-12-03 (evening)")."""
+        size = np.asarray(size, dtype=np.float64)
+        if self.framing is None:
+            return size
+        payload, header = self.framing
+        return size + np.ceil(size / payload) * header
+
     def wire_times(self, src: np.ndarray, dst: np.ndarray, size: np.ndarray) -> np.ndarray:
         """Per message of ``size[k]`` bytes from rank ``src[k]`` to ``dst[k]``, the time (s) its bytes
-        take on its path with the path to itself: (size - b) / (the narrowest link of the path), b
-        being the bytes every link of the path passes at once after an idle spell (the least
-        :attr:`Node.burst` of the path), at least 0; 0 between two ranks on one host."""
+        take on its path with the path to itself: (v - b) / (the narrowest link of the path), v its
+        bytes on the wire (:meth:`on_wire`) and b the bytes every link of the path passes at once
+        after an idle spell (the least :attr:`Node.burst` of the path), at least 0; 0 between two
+        ranks on one host."""
         _, up, down, _, _ = self.arrays()
         pair, paths = self.routes(np.asarray(src), np.asarray(dst))
         burst = self.bursts()
         narrowest = np.array([min([up[v] for v in climb] + [down[v] for v in descend], default=math.inf)
                               for climb, descend, _ in paths])
         passed = np.array([min((burst[v] for v in climb + descend), default=0.0) for climb, descend, _ in paths])
-        return np.maximum(np.asarray(size, dtype=np.float64) - passed[pair], 0.0) / narrowest[pair]
+        return np.maximum(self.on_wire(size) - passed[pair], 0.0) / narrowest[pair]
 
     def pair_properties(self, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For messages from ranks ``src`` to ``dst``: the path's total link latency (s) and the

@@ -8,8 +8,10 @@ the node's own end; a switch port's queue (tbf ``limit``) is the node's ``buffer
 rates, oversubscribed uplinks and drops under congestion are the kernel's own.  A host's own port
 has the queue of a Linux NIC (:data:`HOST_QUEUE`), and every bucket holds two frames
 (:data:`BURST`), so that a link serialises nearly like a wire; the topology file records the
-buckets (``burst``), which the simulator lets pass at once after an idle spell, and the cores its
-hosts share (``cores``: this machine's, unless the topology gives them).  Hosts get
+buckets (``burst``), which the simulator lets pass at once after an idle spell, the headers of
+each frame that tbf counts against a link's rate (``framing``: :data:`SEGMENT` of data in each
+:data:`FRAME`), and the cores its hosts share (``cores``: this machine's, unless the topology
+gives them).  Hosts get
 10.77.0.0/16 addresses on the shaped network (``eth0``) and a control link (``ctl0``,
 10.78.0.0/16) to a bridge in the launching namespace, over which mpiexec reaches them.  Every
 host uses the TCP congestion control of the testbed (:data:`TCP_CONGESTION` unless told), not
@@ -41,8 +43,12 @@ from colltune.sim.topology import Topology, read_topology
 STATE_ROOT = Path(os.environ.get("COLLTUNE_TESTBED_DIR", "/run/colltune-testbed"))
 DATA_NET, CONTROL_NET = "10.77", "10.78"
 LAUNCHER_ADDRESS = f"{CONTROL_NET}.255.254"
-#: An Ethernet frame with a 1500 B MTU, bytes.
+#: An Ethernet frame with a 1500 B MTU, bytes, as tc counts it (no preamble, no checksum).
 FRAME = 1514
+#: The bytes of a TCP stream one such frame carries: the MTU less the IP and TCP headers (20 B
+#: each) and TCP's timestamp option (12 B, on in Linux by default).  So each frame of a message
+#: adds FRAME - SEGMENT bytes to what its links carry: the topology's ``framing``.
+SEGMENT = 1448
 #: tbf's bucket, bytes: two frames and a margin, so that a link serialises nearly frame by frame,
 #: like a wire.  A larger bucket lets the first bytes after an idle spell through at memory speed:
 #: with 16 KiB, a 7-hop chain broadcast of 4 KiB took 0.32 ms on the 100 Mbit/s star against
@@ -59,7 +65,7 @@ HOST_QUEUE = 1000 * 1514
 #: drop rule: Linux's initial window of 10 segments of 1448 B (RFC 6928).  On the 8-host testbeds
 #: it fits the measured losses better than 64 KiB or more (benchmarks/fidelity_testbed.py, --repredict),
 #: under BBR and again under cubic (2026-11-25).
-TCP_WINDOW = 10 * 1448
+TCP_WINDOW = 10 * SEGMENT
 #: The hosts' TCP congestion control: Linux's default since 2.6.19, which a cluster's hosts run
 #: unless someone changed it, and loss-driven like the TCP whose timeouts paper 001 models.  The
 #: machine these figures come from uses BBR itself, which a new namespace inherits, and BBR makes a
@@ -182,7 +188,8 @@ def up(topology: Topology, name: str, queue: float, burst: int = BURST, congesti
     """Create the testbed ``name`` for ``topology``; switch ports without a ``buffer`` of their own
     get ``queue`` bytes, every link a token bucket of ``burst`` bytes, and every host the TCP
     congestion control ``congestion``.  Returns the topology file, which records every switch port's
-    queue, every link's bucket and the cores the hosts share.  On any failure, everything made so
+    queue, every link's bucket, the headers each frame adds on a link (``framing``, unless the
+    topology gives its own) and the cores the hosts share.  On any failure, everything made so
     far is removed and the error is raised."""
     require_root()
     if State.load(name) is not None:
@@ -198,6 +205,7 @@ def up(topology: Topology, name: str, queue: float, burst: int = BURST, congesti
              n.model_copy(update={"buffer": float(queue) if n.buffer is None else n.buffer, "burst": float(burst)})
              for n in topology.nodes]
     topology = topology.model_copy(update={"nodes": tuple(nodes), "window": topology.window or TCP_WINDOW,
+                                           "framing": topology.framing or (SEGMENT, FRAME - SEGMENT),
                                            "cores": topology.cores or len(os.sched_getaffinity(0))})
     try:
         if state.allowed:
