@@ -8,6 +8,7 @@ import pytest
 from colltune.algorithms import REGISTRY
 from colltune.errors import ColltuneError
 from colltune.probe.choices import (
+    CHOICE_TIE,
     ROUNDS_BUDGET,
     SHORT_ROUNDS,
     choice_scores,
@@ -79,10 +80,19 @@ def test_choices_are_scored_by_how_much_slower_they_ran_than_the_fastest_chosen(
     assert choice_scores({"a": choices["a"]}, measured) == {"a": 1.0}
 
 
-def test_the_model_whose_choices_ran_fastest_wins_and_equal_scores_go_to_the_smaller_error():
+def test_the_model_whose_choices_ran_fastest_wins_and_close_scores_go_to_the_smaller_error():
     assert choose_by_choices({"a": 1.2, "b": 1.0}, {"a": 0.1, "b": 0.3}) == "b"
     assert choose_by_choices({"a": 1.0, "b": 1.0}, {"a": 0.3, "b": 0.1}) == "b"
     assert choose_by_choices({"b": 1.0, "a": 1.0}, {"a": 0.2, "b": 0.2}) == "a"
+    # the probe of 2026-12-04 on the star: 1 % apart is a tie, which hockney's check error takes
+    assert choose_by_choices({"logp": 1.024, "hockney": 1.034}, {"logp": 0.29, "hockney": 0.17}) == "hockney"
+    # a tie is within CHOICE_TIE of the smallest score, not of the next one: c is out
+    least = 1.1
+    scores = {"a": least, "b": least * (1 + CHOICE_TIE) * 0.999, "c": least * (1 + CHOICE_TIE) * 1.001}
+    assert choose_by_choices(scores, {"a": 0.3, "b": 0.2, "c": 0.1}) == "b"
+    # equal errors: the smaller score; a model without a check error goes last
+    assert choose_by_choices({"a": 1.01, "b": 1.0}, {"a": 0.2, "b": 0.2}) == "b"
+    assert choose_by_choices({"a": 1.0, "b": 1.0}, {"a": 0.5}) == "a"
 
 
 def test_times_that_one_model_predicts_choose_that_model_by_its_choices():

@@ -46,7 +46,8 @@ What is measured, and how (kernels in :mod:`colltune.probe.measure`, fits in
   first ones best disagree most (:func:`discriminating_cases`), and of the algorithms that the
   :data:`colltune.probe.choices.FINALISTS` models best on the first ones would choose where their
   choices differ (:mod:`colltune.probe.choices`): the profile's ``default_network`` is the
-  finalist whose choices ran fastest, among equals the one that predicts every case of the check
+  finalist whose choices ran fastest, scores within :data:`colltune.probe.choices.CHOICE_TIE` of
+  the fastest counting as equal, and among equals the one that predicts every case of the check
   best (:func:`choose_network`); the analytic ``default_model`` stays pLogP, whose formulas cover
   the most algorithms.
 
@@ -83,6 +84,7 @@ from colltune.models.params import (
 )
 from colltune.probe import fit
 from colltune.probe.choices import (
+    CHOICE_TIE,
     FINALISTS,
     choice_scores,
     choose_by_choices,
@@ -661,10 +663,10 @@ def _check_by_choices(models: Models, P: int, cases: list[Case], checks: Sequenc
     cells = sorted({(c, s) for c, _, s in contested})
     notes.append(f"default_network {network}: of the {len(finalists)} network models with the smallest check error "
                  f"on the check ({ranked_first}; the mean of the median and the 90th percentile of the relative "
-                 f"errors), the one whose choices ran fastest in the {len(cells)} cells where they choose "
-                 f"differently (" + (", ".join(f"{c} {s} B" for c, s in cells) or "none") + "; measured over the "
+                 f"errors), of those whose choices ran within {CHOICE_TIE:.0%} of the fastest in the {len(cells)} "
+                 f"cells where they choose differently (" + (", ".join(f"{c} {s} B" for c, s in cells) or "none") + "; measured over the "
                  f"fastest choice, a choice within {BEST_TOLERANCE:.0%} of it counting as 1, geometric mean: " +
-                 ", ".join(f"{n} {scores[n]:.3f}" for n in finalists) + "), then the smallest check error on "
+                 ", ".join(f"{n} {scores[n]:.3f}" for n in finalists) + "), the one with the smallest check error on "
                  f"every case of the check, the {len(extra)} where the two best disagree most and the chosen "
                  f"algorithms{over} ({ranked})")
     return network
