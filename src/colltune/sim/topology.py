@@ -376,7 +376,8 @@ class Topology(BaseModel):
         benchmark found").  Carried without the headers, every message whose wire time decides its
         time was priced 4.4 % short: on the fidelity benchmark of 2026-12-03 evening the flat-tree
         and chain broadcasts and the gather-broadcast all-gather of 64 and 512 KiB ran 1.05-1.06
-        times their price on the star (docs/fidelity.md, "2026-12-03 (evening)")."""
+        times their price on the star (docs/fidelity.md, "2026-12-04: each frame's headers on the
+        wire")."""
         size = np.asarray(size, dtype=np.float64)
         if self.framing is None:
             return size
