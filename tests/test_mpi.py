@@ -209,8 +209,15 @@ def test_quick_probe_writes_a_consistent_profile(procs: int, topology: str | Non
             assert list(shifted.x) == list(profile.measurements["cpu_shift_all"].x) == list(PLANS["quick"].cpu_sizes)
             assert all(p.median >= 0 for p in shifted.points) and profile.fits["message_cpu"].residuals
             assert any(n.startswith("message_cpu:") and "not applied" in n for n in prov.notes)
+            # the same shifts give the send hold, applied to the topology after the check
+            held = profile.measurements["send_hold"]
+            assert list(held.x) == [PLANS["quick"].cpu_sizes[0]] and held.points[0].median >= 0
+            assert len(profile.fits["send_hold"].residuals) == 1
+            assert any(n.startswith("send_hold: ") and "applied to the profile's topology" in n for n in prov.notes)
+            hold = held.points[0].median
         else:
-            assert "message_cpu" not in profile.measurements
+            assert "message_cpu" not in profile.measurements and "send_hold" not in profile.measurements
+            hold = 0.0
         trunk = None
         if topology != "star:12500000":  # the shift by half the job crosses the uplinks both ways
             shares = profile.measurements["trunk_duplex"]
@@ -237,7 +244,7 @@ def test_quick_probe_writes_a_consistent_profile(procs: int, topology: str | Non
         # message_cpu measured, but the loaded latency stands for it: the topology keeps its cores only
         assert profile.topology == given_topology.model_copy(update={"rto": rto, "duplex": duplex,
                                                                      "trunk_duplex": trunk, "ack_above": acked,
-                                                                     "duplex_streams": streams})
+                                                                     "duplex_streams": streams, "send_hold": hold})
         assert any("carried over topology" in note for note in prov.notes)
     # the shifts one way and both ways, and the share of its rate a flow keeps from them
     one, both = profile.measurements["duplex_one_way"], profile.measurements["duplex_both_ways"]

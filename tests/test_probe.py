@@ -28,6 +28,7 @@ from colltune.probe import (
     fit_message_cpu,
     fit_piecewise,
     fit_plogp,
+    fit_send_hold,
     fit_tree,
     fit_trunk_duplex,
     loaded_latency,
@@ -333,6 +334,22 @@ def test_the_message_cpu_fit_recovers_the_cost_the_shifts_were_made_with():
         fit_message_cpu([1], [0.0], [1e-4], excess)
     with pytest.raises(ValueError, match="no cores"):
         shift_excess(star(8, 12.5e6), hockney, [1])
+
+
+def test_the_send_hold_fit_recovers_the_hold_the_shifts_were_made_with():
+    """Shift times of one byte made by the simulator itself on an 8-host star, with a random hold of
+    mean 15 us at every send: the fit finds the hold back; where the shift of every rank took no
+    longer than the simulator gives without one, the hold is 0; no cores are needed."""
+    hockney = Hockney(alpha=60e-6, beta=8e-8)
+    excess = shift_excess(star(8, 12.5e6), hockney, [1], cost="send_hold")
+    assert excess(1, 0.0) == pytest.approx(0.0, abs=1e-12) and excess(1, 2e-5) > excess(1, 1e-5) > 0
+    pair = 1e-4
+    hold, fit = fit_send_hold(pair + excess(1, 15e-6), pair, lambda h: excess(1, h))
+    assert hold == pytest.approx(15e-6, rel=1e-3)
+    assert fit.data == ("cpu_shift_all", "cpu_shift_pair") and fit.rms < 1e-9
+    assert fit_send_hold(pair, pair, lambda h: excess(1, h))[0] == 0.0
+    with pytest.raises(ValueError, match="positive times"):
+        fit_send_hold(0.0, pair, lambda h: excess(1, h))
 
 
 def test_the_duplex_streams_fit_inverts_the_simulated_all_to_all():

@@ -331,18 +331,42 @@ def fit_message_cpu(sizes: Sequence[int], crowded: Array, pair: Array,
         if not (many > 0 and two > 0):
             raise ValueError(f"a message CPU fit needs positive times; got {many} and {two} s at {size} B")
         target = float(many) - float(two)
-        if excess(size, 0.0) >= target:
-            c = 0.0
-        elif excess(size, MAX_MESSAGE_CPU) <= target:
-            c = MAX_MESSAGE_CPU
-        else:
-            c = float(scipy.optimize.brentq(lambda v, s=size, t=target: excess(s, v) - t, 0.0, MAX_MESSAGE_CPU,
-                                            xtol=1e-8))
+        c = _invert_rising(lambda v, s=size: excess(s, v), target, MAX_MESSAGE_CPU)
         pairs.append((float(max(size, 1)), c))
         residuals.append(excess(size, c) - target)
     return tuple(pairs), record(("cpu_shift_all", "cpu_shift_pair"),
                                 "per size, the c whose simulated excess of the shift of every rank over that of "
                                 "two matches the measured one (Brent's method)", np.asarray(residuals))
+
+
+def fit_send_hold(crowded: float, pair: float, excess: Callable[[float], float]) -> tuple[float, Fit]:
+    """The mean of a random hold at every send (a topology's ``send_hold``, s) at which the
+    simulated shift of every rank exceeds that of two ranks by as much as measured.
+
+    ``crowded`` and ``pair`` are the median times (s) of the shift in which every rank sends one
+    message to the next and receives one from the one before, with all ranks and with two;
+    ``excess(h)`` is the simulated difference of the two with a hold of mean h (nondecreasing in
+    h: the step of every rank waits for the latest of its senders, the step of two for the later
+    of two).  Where even h = 0 simulates as much as was measured, h is 0; the search ends at
+    ``crowded``, as no send of a step holds longer than the step.  The residual is the simulated
+    minus the measured difference."""
+    if not (crowded > 0 and pair > 0):
+        raise ValueError(f"a send hold fit needs positive times; got {crowded} and {pair} s")
+    target = float(crowded) - float(pair)
+    hold = _invert_rising(excess, target, float(crowded))
+    return hold, record(("cpu_shift_all", "cpu_shift_pair"), "the mean hold whose simulated excess of the shift "
+                        "of every rank over that of two matches the measured one (Brent's method)",
+                        np.asarray([excess(hold) - target]))
+
+
+def _invert_rising(f: Callable[[float], float], target: float, upper: float) -> float:
+    """The x in [0, ``upper``] at which the nondecreasing ``f`` reaches ``target`` (Brent's method):
+    0 where f(0) already does, ``upper`` where f(upper) does not."""
+    if f(0.0) >= target:
+        return 0.0
+    if f(upper) <= target:
+        return upper
+    return float(scipy.optimize.brentq(lambda v: f(v) - target, 0.0, upper, xtol=1e-8))
 
 
 def table(sizes: Array, g: Tabulated, os_: Array | None, or_: Array | None) -> PLogPTable:

@@ -32,7 +32,9 @@ What is measured, and how (kernels in :mod:`colltune.probe.measure`, fits in
   topology file does), the processor time a message takes of those cores
   (:func:`colltune.probe.fit.fit_message_cpu`: every rank sending one byte to the next against two
   ranks), kept among the measurements but not yet applied (:func:`_measure_message_cpu` says why;
-  :meth:`colltune.sim.topology.Topology.message_cpu_of`);
+  :meth:`colltune.sim.topology.Topology.message_cpu_of`), and from the same shifts the mean of a
+  random hold at every send (:func:`colltune.probe.fit.fit_send_hold`), written into the profile's
+  topology after the check (:func:`_measure_send_hold`);
 - where the topology has links between switches that every rank sending to the rank half the job
   away loads both ways (tree:2's uplinks), the share of such a link a flow can use meanwhile
   (:func:`colltune.probe.fit.fit_trunk_duplex`, through the simulator), written into the profile's
@@ -587,9 +589,11 @@ def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, to
     if streams is not None:
         assert topology is not None
         topology = _measure_duplex_streams(topology, hockney, plan.duplex_sizes[0], streams, P, m, fits, notes)
+    hold = 0.0
     if cpu_shifts is not None:
         assert topology is not None
         _measure_message_cpu(topology, hockney, plan.cpu_sizes, cpu_shifts, P, m, fits, notes)
+        hold = _measure_send_hold(topology, hockney, plan.cpu_sizes[0], P, m, fits, notes)
     delta, increments = fit.loaded_latency({p: m[f"transfer_p{p}"].medians for p in transfers}, P)
     if increments:
         m["loaded_latency"] = derived(
@@ -604,6 +608,9 @@ def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, to
                  f"latency (fitted on one idle ping-pong): a message takes that much longer when all {P} ranks "
                  "communicate at once (paper 000's a p, from the concurrent ping-pong pairs)")
     network = _check_by_choices(models, P, cases, checks, plan.check_sizes, topology, second, step, m, notes)
+    if hold > 0:
+        assert topology is not None
+        topology = topology.model_copy(update={"send_hold": hold})
 
     when = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     command = "colltune probe" + ("" if mode == "default" else f" --{mode}")
@@ -794,6 +801,37 @@ def _measure_message_cpu(topology: Topology, hockney: Hockney, sizes: Sequence[i
                  f" of one of the {topology.cores} cores the hosts share, at each end (the shift of every rank "
                  "against that of two, inverted through the simulator); measured, not applied: the loaded latency "
                  "stands for it")
+
+
+def _measure_send_hold(topology: Topology, hockney: Hockney, size: int, procs: int, m: dict[str, Series],
+                       fits: dict[str, Fit], notes: list[str]) -> float:
+    """The ``send_hold`` (s) whose random holds at every send make the simulated shift of every
+    rank exceed that of two by as much as the shifts of ``size`` bytes in ``m`` did
+    (:func:`colltune.probe.fit.fit_send_hold`, Hockney's idle fit over the topology): the series,
+    the fit and a note are recorded.  The caller writes it into the profile's topology once the
+    check has chosen the network model (the check prices without it: each hold costs
+    :data:`colltune.sim.engine.HOLD_DRAWS` simulations, which the probe's budget has no room for).
+
+    Why a hold: a step in which every rank takes part waits for the latest of its senders, and
+    with 8 ranks on 2 cores a sender waits for a core a varying time; the loaded latency, a flat
+    increment, keeps the ranks in lock step.  The shift of every rank exceeded that of two by
+    19 us on the star and 59 us on tree:2 in the probes of the fidelity benchmark of 2026-12-04
+    21:00, which this inverts to 9 and 28 us; predicted again with holds of 10-30 us, that run's
+    times met every target on both shapes, without none (tree:2's cells 19 of 22; docs/fidelity.md,
+    "2026-12-04")."""
+    index = m["cpu_shift_all"].x.index(size)
+    a, b = m["cpu_shift_all"].points[index], m["cpu_shift_pair"].points[index]
+    crowded, pair = a.median, b.median
+    excess = shift_excess(topology.first(procs), hockney, [size], cost="send_hold")
+    hold, fits["send_hold"] = fit.fit_send_hold(crowded, pair, lambda h: excess(size, h))
+    slope = (excess(size, hold) - excess(size, 0.0)) / hold if hold > 0 else 0.0
+    m["send_hold"] = derived("s", "bytes", [size], [hold], [(a.iqr + b.iqr) / 2 / slope if slope > 0 else 0.0],
+                             [a.reps], "mean of a random hold at every send: the one whose simulated shift of every "
+                             "rank exceeds that of two by as much as measured")
+    notes.append(f"send_hold: {hold * 1e6:.1f} us, the mean of a random hold at every send (the shift of every rank "
+                 f"of {size} B against that of two, {(crowded - pair) * 1e6:.1f} us longer, inverted through the "
+                 "simulator); applied to the profile's topology after the check, which prices without it")
+    return hold
 
 
 def choose_network(models: Models, procs: int, cases: Sequence[tuple[str, str, int]],

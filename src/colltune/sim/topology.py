@@ -318,8 +318,9 @@ class Topology(BaseModel):
         times of the fidelity benchmark of 2026-12-02 12:10, Hockney over the topology with 20-25 us
         met every target on both shapes where it had missed on both without (``python
         benchmarks/fidelity_testbed.py --repredict DIR --send-hold 20e-6``; docs/fidelity.md), and on
-        those of 14:22 20 us met every target on tree:2 but cost the star two cells; the probe does
-        not measure it yet, so a topology has none unless its file gives one."""
+        those of 14:22 20 us met every target on tree:2 but cost the star two cells.  Since 2026-12-04
+        ``colltune probe`` fits it from the same shifts as ``message_cpu``
+        (:func:`colltune.probe.fit.fit_send_hold`) and writes it into the profile's topology."""
         return _by_size(self.message_cpu, size, 0.0)
 
     def bursts(self) -> np.ndarray:
