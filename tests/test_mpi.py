@@ -241,7 +241,7 @@ def test_quick_probe_writes_a_consistent_profile(procs: int, topology: str | Non
         assert 0 <= part <= 1 and len(profile.fits["duplex_streams"].residuals) == 1
         streams = None if "not applied" in note else profile.topology.duplex_streams
         assert streams is None or (streams[0] == procs - 1 and streams[1] == pytest.approx(part, abs=0.005))
-        # message_cpu measured, but the loaded latency stands for it: the topology keeps its cores only
+        # message_cpu measured, but the loaded latency stands for it: the topology gains the send hold only
         assert profile.topology == given_topology.model_copy(update={"rto": rto, "duplex": duplex,
                                                                      "trunk_duplex": trunk, "ack_above": acked,
                                                                      "duplex_streams": streams, "send_hold": hold})

@@ -788,10 +788,8 @@ def _measure_message_cpu(topology: Topology, hockney: Hockney, sizes: Sequence[i
     excess = shift_excess(topology.first(procs), hockney, sizes)
     table, fits["message_cpu"] = fit.fit_message_cpu(sizes, m["cpu_shift_all"].medians, m["cpu_shift_pair"].medians,
                                                      excess)
-    spreads = []
-    for (size, c), a, b in zip(table, m["cpu_shift_all"].points, m["cpu_shift_pair"].points, strict=True):
-        slope = (excess(int(size), c) - excess(int(size), 0.0)) / c if c > 0 else 0.0
-        spreads.append((a.iqr + b.iqr) / 2 / slope if slope > 0 else 0.0)
+    spreads = [_spread_through(lambda v, s=int(size): excess(s, v), c, a, b)
+               for (size, c), a, b in zip(table, m["cpu_shift_all"].points, m["cpu_shift_pair"].points, strict=True)]
     m["message_cpu"] = derived("s", "bytes", sizes, [c for _, c in table], spreads,
                                [p.reps for p in m["cpu_shift_all"].points],
                                f"processor time a message takes of one of the {topology.cores} cores the hosts share, "
@@ -801,6 +799,14 @@ def _measure_message_cpu(topology: Topology, hockney: Hockney, sizes: Sequence[i
                  f" of one of the {topology.cores} cores the hosts share, at each end (the shift of every rank "
                  "against that of two, inverted through the simulator); measured, not applied: the loaded latency "
                  "stands for it")
+
+
+def _spread_through(excess: Callable[[float], float], value: float, crowded: Spread, pair: Spread) -> float:
+    """Half the spread of a ``value`` inverted from the excess of the ``crowded`` shift over the
+    ``pair``'s: their mean interquartile range carried back through the simulated ``excess`` (its
+    mean slope from 0 to ``value``); 0 where the value is 0 or the excess does not grow."""
+    slope = (excess(value) - excess(0.0)) / value if value > 0 else 0.0
+    return (crowded.iqr + pair.iqr) / 2 / slope if slope > 0 else 0.0
 
 
 def _measure_send_hold(topology: Topology, hockney: Hockney, size: int, procs: int, m: dict[str, Series],
@@ -824,8 +830,7 @@ def _measure_send_hold(topology: Topology, hockney: Hockney, size: int, procs: i
     crowded, pair = a.median, b.median
     excess = shift_excess(topology.first(procs), hockney, [size], cost="send_hold")
     hold, fits["send_hold"] = fit.fit_send_hold(crowded, pair, lambda h: excess(size, h))
-    slope = (excess(size, hold) - excess(size, 0.0)) / hold if hold > 0 else 0.0
-    m["send_hold"] = derived("s", "bytes", [size], [hold], [(a.iqr + b.iqr) / 2 / slope if slope > 0 else 0.0],
+    m["send_hold"] = derived("s", "bytes", [size], [hold], [_spread_through(lambda h: excess(size, h), hold, a, b)],
                              [a.reps], "mean of a random hold at every send: the one whose simulated shift of every "
                              "rank exceeds that of two by as much as measured")
     notes.append(f"send_hold: {hold * 1e6:.1f} us, the mean of a random hold at every send (the shift of every rank "
