@@ -318,6 +318,9 @@ def main() -> None:
     parser.add_argument("--against", metavar="DIR",
                         help="also score the times another run kept in DIR (by --keep) as a predictor of this "
                              "run's (measured:NAME): how far two runs of the benchmark agree")
+    parser.add_argument("--results", help="directory of the results file and figures [default: benchmarks/results]")
+    parser.add_argument("--results-from", metavar="DIR",
+                        help="write the results file (and figures) from the run kept in DIR (by --keep), and stop")
     parser.add_argument("--time-job", help=argparse.SUPPRESS)
     args = parser.parse_args()
     from colltune.units import parse_bytes
@@ -330,6 +333,9 @@ def main() -> None:
     if args.report:
         for path in args.report:
             report(Path(path), None)
+        return
+    if args.results_from:
+        write_results(Path(args.results_from), args)
         return
     also = against_name(args.against) if args.against else None  # printed beside the default's claims
     if args.repredict:
@@ -345,6 +351,70 @@ def main() -> None:
             path = run_shape(shape, args, d)
             plot = Path(args.plot.replace(".png", f"-{tag(shape)}.png")) if args.plot else None
             report(path, plot, also)
+        write_results(d, args)
+
+
+def _without(argv: list[str], option: str) -> list[str]:
+    """``argv`` without ``option`` and its value (``--opt V`` or ``--opt=V``)."""
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a == option:
+            skip = True
+        elif not a.startswith(option + "="):
+            out.append(a)
+    return out
+
+
+#: The targets the figures are judged by: median and 90th percentile of the relative error, cells whose
+#: predicted best is measured within 5 % of the fastest, and the regret.
+TARGETS = {"median": 0.10, "p90": 0.25, "cells": 20 / 22, "regret": 1.03}
+
+
+def write_results(d: Path, args: argparse.Namespace) -> None:
+    """The default predictor's figures per shape of the run kept in ``d``, and a figure per shape, as
+    ``benchmarks/results/fidelity_testbed.json`` (``--results``)."""
+    from colltune.report.fidelity import claim_outcomes, fidelities, fidelity_figure, read_fidelity
+    from colltune.report.figure import write_png
+    from colltune.report.results import Headline, Table, default_directory, save
+
+    out = Path(args.results) if args.results else default_directory(__file__)
+    out.mkdir(parents=True, exist_ok=True)
+    headline, rows, figures, mpi = [], [], [], None
+    for shape in args.shapes.split(","):
+        results = read_fidelity(d / f"fidelity-{tag(shape)}.json")
+        results = results.model_copy(update={"cases": tuple(c for c in results.cases if c.algorithm != "native")})
+        mpi = results.provenance.mpi_library if results.provenance else mpi
+        f = next(f for f in fidelities(results) if f.predictor == results.default_predictor)
+        claims = claim_outcomes(results.cases)
+        agree = sum(o.agrees(f.predictor) for o in claims if f.predictor in o.predicted)
+        rows.append((shape, f.predictor, None if results.probe_seconds is None else round(results.probe_seconds),
+                     f.cases, round(f.median_error, 4), round(f.p90_error, 4), f"{f.best_within} of {f.cells}",
+                     round(f.regret, 4), f"{agree} of {len(claims)}"))
+        headline.append(Headline(figure=f"{shape}: median / 90th percentile error / cells within 5 % / regret",
+                                 value=f"{f.median_error:.1%} / {f.p90_error:.1%} / {f.best_within} of {f.cells} / "
+                                       f"{f.regret:.3f}",
+                                 target=f"{TARGETS['median']:.0%} / {TARGETS['p90']:.0%} / "
+                                        f"{round(TARGETS['cells'] * f.cells)} of {f.cells} / {TARGETS['regret']}"))
+        name = f"fidelity_testbed-{tag(shape)}.png"
+        write_png(fidelity_figure(results, [results.default_predictor]), out / name)
+        figures.append(name)
+    path = save(__file__, out, title="Predictions against the emulated cluster",
+                what=f"Probes the emulated cluster ({args.hosts} hosts at {args.link}; shapes {args.shapes}) with its "
+                     f"topology file, times every algorithm of every collective at {args.sizes} (median of "
+                     f"{args.rounds} rounds, up to {args.short_rounds} for short cases), and predicts each case with "
+                     "the profile's network model carried over the topology (the default predictor, as `tune` "
+                     "prices). Figures: relative error |predicted - measured| / measured; cells (a collective at a "
+                     "size) whose predicted fastest algorithm runs within 5 % of the measured fastest; regret (the "
+                     "geometric mean of measured time of the predicted choice / measured best); the seed papers' "
+                     "claims predicted the right way round.",
+                headline=headline,
+                tables=[Table(columns=("shape", "predictor", "probe (s)", "cases", "median error", "p90 error",
+                                       "cells within 5 %", "regret", "papers' claims"), rows=tuple(rows))],
+                figures=figures, root=True, mpi=mpi,
+                argv=_without(sys.argv[1:], "--results-from"))
+    print(f"results written to {path}")
 
 
 if __name__ == "__main__":

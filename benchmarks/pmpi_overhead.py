@@ -1,7 +1,7 @@
 """The interposition library's cost on calls it sends back to the MPI library, on localhost.
 
 Run: ``python benchmarks/pmpi_overhead.py [--procs 1,2,4] [--rounds 201] [--sizes 8,1024,65536]
-[--json FILE]``.
+[--json FILE] [--results DIR]``.
 
 Builds ``benchmarks/c/pmpi_overhead.c`` with the MPI wheel's ``mpicc`` and runs it under
 ``LD_PRELOAD=$(colltune lib)`` twice: with a decision table that says ``native`` for every
@@ -40,6 +40,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=201)
     parser.add_argument("--sizes", default="8,1024,65536", help="block sizes in bytes (multiples of 8)")
     parser.add_argument("--json", help="write every round here")
+    parser.add_argument("--results", help="directory of the results file [default: benchmarks/results]")
     args = parser.parse_args()
     from colltune.collectives import COLLECTIVES
     from colltune.pmpi import library_path
@@ -85,6 +86,28 @@ def main() -> None:
           f"max({TARGET_FRACTION:.0%}, {TARGET_SECONDS * 1e6:.1f} us)")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
+    from colltune.report.results import Headline, Table, save
+
+    headline = []
+    for procs in sorted({r["procs"] for r in results}):
+        for config in ("native table", "no table"):
+            mine = [r for r in results if r["procs"] == procs and r["config"] == config]
+            if mine:
+                low, high = min(r["overhead_s"] for r in mine), max(r["overhead_s"] for r in mine)
+                headline.append(Headline(figure=f"P = {procs}, {config}: overhead per call (range)",
+                                         value=f"{low * 1e9:.0f} to {high * 1e9:.0f} ns, "
+                                               f"{sum(not r['ok'] for r in mine)} of {len(mine)} cells miss",
+                                         target=f"max({TARGET_FRACTION:.0%}, {TARGET_SECONDS * 1e6:.1f} us)"))
+    rows = tuple((r["procs"], r["config"], r["collective"], r["size"], round(r["library_s"] * 1e6, 3),
+                  round(r["overhead_s"] * 1e6, 4), "met" if r["ok"] else "missed") for r in results)
+    path = save(__file__, args.results, title="The interposition library's own cost",
+                what=f"A C program's MPI_<Coll> through `LD_PRELOAD=$(colltune lib)` against PMPI_<Coll> (the MPI "
+                     f"library alone), interleaved in {args.rounds} rounds, for calls the table sends back to the "
+                     f"library; median difference per call, on localhost at P = {args.procs}.",
+                headline=headline,
+                tables=[Table(columns=("P", "config", "collective", "size (B)", "library (us)", "overhead (us)",
+                                       "target"), rows=rows)])
+    print(f"results written to {path}")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 on the emulated cluster (needs root).
 
 Run: ``python benchmarks/pmpi_testbed.py [--hosts 8] [--link 100Mbit] [--sizes 65536,524288]
-[--rounds 11] [--repeat 3] [--json FILE]``.
+[--rounds 11] [--repeat 3] [--json FILE] [--results DIR]``.
 
 Brings up a testbed (``colltune testbed up``: one switch, ``--hosts`` hosts, ``--link`` links),
 and for the two algorithms that exist in no MPI library, paper 002's symmetric broadcast
@@ -117,6 +117,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="pairs of jobs (C program, plans), alternating")
     parser.add_argument("--min-calls", type=int, default=5)
     parser.add_argument("--json", help="write every round here")
+    parser.add_argument("--results", help="directory of the results file [default: benchmarks/results]")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -180,6 +181,24 @@ def main() -> None:
               f"  {fast:>10.3f} {same:>8.2f}")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
+    from colltune.report.results import Headline, Table, save
+
+    table = tuple((f"{r['collective']}/{r['algorithm']}", r["size"], round(r["c_s"] * 1e3, 3),
+                   round(r["plan_s"] * 1e3, 3), round(r["c_s"] / r["plan_s"], 3), round(r["mpich_s"] * 1e3, 3),
+                   round(r["c_over_plan_p10"], 3)) for r in rows)
+    path = save(__file__, args.results, title="C programs through the interposition library, on the testbed",
+                what=f"A C program running paper 002's symmetric broadcast and paper 000's coordinated gather through "
+                     f"`LD_PRELOAD=$(colltune lib)` against the mpi4py plan of the same algorithm, on the emulated "
+                     f"cluster ({args.hosts} hosts, one switch, {args.link}); medians of every round of "
+                     f"{args.repeat} alternating pairs of jobs, {args.rounds} rounds each.",
+                headline=[Headline(figure=f"C / plan, {t[0]} {t[1] // 1024} KiB (MPICH's default: {t[5]:.1f} ms)",
+                                   value=f"{t[4]:.2f}", target=f"within {TARGET:.0%}") for t in table],
+                tables=[Table(columns=("algorithm", "size (B)", "C (ms)", "plan (ms)", "C / plan", "MPICH default (ms)",
+                                       "C / plan, 10th percentiles"), rows=table)],
+                root=True, mpi=subprocess.run([sys.executable, "-c", "from mpi4py import MPI; "
+                                               "print(MPI.Get_library_version().splitlines()[0])"],
+                                              capture_output=True, text=True).stdout.strip() or None)
+    print(f"results written to {path}")
 
 
 if __name__ == "__main__":

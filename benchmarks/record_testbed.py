@@ -2,7 +2,7 @@
 
 Run: ``python benchmarks/record_testbed.py [--hosts 8] [--link 100Mbit] [--iterations 24]
 [--work-us 10000] [--halo 65536] [--bcast 262144] [--alltoall 16384] [--every 4] [--runs 3]
-[--probe default|quick] [--profile FILE] [--keep DIR] [--json FILE]``.
+[--probe default|quick] [--profile FILE] [--keep DIR] [--json FILE] [--results DIR]``.
 
 Issue #21's last target: a recorded run of a C program, converted (``colltune trace-to-goal``) and
 simulated (``colltune simulate --goal``) with the profile of the machine it ran on, predicts its
@@ -79,6 +79,7 @@ def main() -> None:
     parser.add_argument("--profile", type=Path, help="a profile of this testbed (skips the probe)")
     parser.add_argument("--keep", type=Path, help="keep the profile, records, GOAL files and tables here")
     parser.add_argument("--json", type=Path, help="write the results here")
+    parser.add_argument("--results", help="directory of the results file [default: benchmarks/results]")
     args = parser.parse_args()
     from colltune.files import write_atomic
     from colltune.pmpi import library_path
@@ -158,6 +159,23 @@ def main() -> None:
     if args.json:
         write_atomic(args.json, json.dumps({"hosts": args.hosts, "link": args.link, "app": app[1:], "runs": runs,
                                             "predictions": rows}, indent=1) + "\n")
+    from colltune.report.results import Headline, Table, save
+
+    path = save(__file__, args.results, title="A recorded C application, predicted",
+                what=f"A C stencil program (ring halo exchanges, an allreduce, a broadcast and an all-to-all every "
+                     f"{args.every} iterations) recorded through the interposition library on the emulated cluster "
+                     f"({args.hosts} hosts, one switch, {args.link}), turned into GOAL by `colltune trace-to-goal` and "
+                     f"simulated with the probed profile, also with a table the recorded run did not use; "
+                     f"{args.runs} runs of each way.",
+                headline=[Headline(figure=f"prediction error, median |error| ({len(errors)} predictions)",
+                                   value=f"{statistics.median(errors):.1%}"),
+                          Headline(figure="prediction error, worst", value=f"{errors[-1]:.1%}"),
+                          Headline(figure="what recording costs the program", value=f"{recorded / plain - 1:+.1%}")],
+                tables=[Table(columns=("run", "measured (s)", "predicted (s)", "error"),
+                              rows=tuple((r["way"], round(r["measured_s"], 4), round(r["predicted_s"], 4),
+                                          f"{r['error']:+.1%}") for r in rows))],
+                root=True, mpi=profile_text.get("provenance", {}).get("mpi_library"))
+    print(f"results written to {path}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """colltune's runtime against MPICH's own implementation of the same algorithm, on localhost.
 
 Run: ``OPENBLAS_NUM_THREADS=1 python benchmarks/runtime_speed.py [--procs 2,4] [--max-size 4MiB]
-[--only bcast/binomial_tree,...] [--rounds 11] [--json FILE]``.
+[--only bcast/binomial_tree,...] [--rounds 11] [--json FILE] [--results DIR]``.
 
 Every algorithm MPICH can be made to run that colltune also has (the exact correspondences of
 :data:`colltune.tune.libraries.MPICH`) is one MPI job per process count: MPICH is forced to run
@@ -113,6 +113,7 @@ def main() -> None:
     parser.add_argument("--confirm-rounds", type=int, default=61)
     parser.add_argument("--confirm-jobs", type=int, default=3)
     parser.add_argument("--json", help="write every measurement here")
+    parser.add_argument("--results", help="directory of the results file [default: benchmarks/results]")
     parser.add_argument("--worker", nargs=2, metavar=("COLLECTIVE", "ALGORITHM"), help=argparse.SUPPRESS)
     parser.add_argument("--sizes", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -173,6 +174,26 @@ def main() -> None:
             print(f"      {cell}")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
+    from mpi4py import MPI
+
+    from colltune.report.results import Headline, Table, save
+
+    labels = {"plan/mpich": "colltune plan / MPICH's same algorithm", "once/plan": "one-shot call / plan",
+              "once_native/mpi4py": "`algorithm=\"native\"` one-shot / mpi4py's `comm.<Coll>`",
+              "auto/plan": "`algorithm=\"auto\"` one-shot / plan of its choice"}
+    rows = tuple((labels.get(name, name), TARGETS[name], round(statistics.median(r["ratios"][name] for r in results), 3),
+                  round(worst[name][0], 3), len(over[name])) for name in TARGETS)
+    path = save(__file__, args.results, title="The runtime against MPICH's own algorithms",
+                what=f"colltune's schedules run by its compiled executor against MPICH's implementation of the same "
+                     f"algorithm, {len(pairs(set(filter(None, args.only.split(',')))))} algorithms at P = {args.procs} on "
+                     f"localhost (each rank bound to a core), 8 B to {args.max_size}: {cells} cells, each the median of "
+                     f"{args.rounds} interleaved rounds; a cell above its target is measured again in "
+                     f"{args.confirm_jobs} fresh jobs and keeps their median.",
+                headline=[Headline(figure=f"{label}: median (worst)", value=f"{med:.2f} ({w:.2f}), {n} cells above",
+                                   target=f"{target:.2f}") for label, target, med, w, n in rows],
+                tables=[Table(columns=("ratio", "target", "median", "worst", "cells above the target"), rows=rows)],
+                mpi=MPI.Get_library_version().strip().splitlines()[0])
+    print(f"results written to {path}")
 
 
 # -- the worker, under mpiexec ---------------------------------------------------------------------
