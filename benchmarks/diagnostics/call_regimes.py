@@ -1,6 +1,6 @@
 """Call-by-call times of an MPI library's own algorithms, forced in one job, on the testbed (root).
 
-Run: ``python benchmarks/call_regimes.py [--library mpich|openmpi] [--collective alltoall] [--size 256KiB]
+Run: ``python benchmarks/diagnostics/call_regimes.py [--library mpich|openmpi] [--collective alltoall] [--size 256KiB]
 [--algorithms native,scattered|linear_sync@max_requests=4,...] [--calls 40] [--rounds 3] [--idle 0]
 [--prelude coll:alg:size[:calls],...]
 [--network-warmup 0] [--jobs 1] [--hosts 8] [--link 100Mbit]``.

@@ -1,6 +1,6 @@
 """The compiled executor's COPY operation where source and destination alias within a page.
 
-Run: ``python benchmarks/copy_aliasing.py``.  For copies of 4 KiB to 1 MiB whose destination lies
+Run: ``python benchmarks/diagnostics/copy_aliasing.py``.  For copies of 4 KiB to 1 MiB whose destination lies
 ``delta`` bytes past the source modulo 4096 (numpy's small arrays, 16-byte aligned and allocated
 one after the other, are often 16 bytes apart so), it prints the time of the executor's COPY and
 of numpy's ``dst[:] = src`` (a plain forward copy): the median of 9 runs of 200 copies.  See
