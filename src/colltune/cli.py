@@ -22,7 +22,7 @@ from rich.table import Table
 from colltune import __version__, testbed
 from colltune.algorithms import REGISTRY, Algorithm
 from colltune.collectives import COLLECTIVES, Problem
-from colltune.command import console, mpi_job, progress_lines
+from colltune.command import console, example, mpi_job, progress_lines
 from colltune.errors import ColltuneError, VerificationError
 from colltune.grid import BUILDERS, auto_partitions, compose, read_latency, simulated_time, tree_time
 from colltune.models import MODELS, ParamSet, Prediction, Unavailable, formulas, predict, predict_all
@@ -51,7 +51,7 @@ from colltune.sim.network import on_topology, topology_for
 from colltune.sim.trace import write_trace
 from colltune.tune.cli import bench_cmd, tune_cmd
 from colltune.tune.export import libraries_markdown
-from colltune.units import format_seconds, parse_bytes, parse_int_list, parse_size_list
+from colltune.units import format_seconds, parse_bytes, parse_int_list, parse_rate, parse_size_list
 
 NATIVE_NOTE = ("`native` (runtime only): the MPI library's own collective, called through mpi4py; "
                "it has no schedule, so it is not verified or simulated.")
@@ -92,6 +92,7 @@ def algorithms_markdown(algs: list[Algorithm]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+@example('colltune algorithms --collective bcast')
 @main.command("algorithms")
 @_collective_option(required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
@@ -134,6 +135,7 @@ def _parse_params(pairs: tuple[str, ...], option: str = "--param") -> dict[str, 
     return out
 
 
+@example('colltune verify -c bcast -a all -p 1-9 -s 0,1,64KiB --root all')
 @main.command("verify")
 @_collective_option(required=True, allow_all=True)
 @click.option("--algorithm", "-a", required=True, type=click.Choice(["all", *REGISTRY.names(aliases=True)]),
@@ -243,6 +245,7 @@ def _print_results(results: list[dict[str, Any]]) -> None:
     con.print(f"{len(results) - failed} verified, {failed} failed")
 
 
+@example('colltune predict --profile builtin:ethernet-10g-tcp -c bcast -a all -p 16 -s 1MiB')
 @main.command("predict")
 @click.option("--profile", "profile_spec", metavar="FILE|builtin:NAME",
               help=f"Profile to read the model parameters from ({', '.join('builtin:' + n for n in BUILTINS)}).")
@@ -330,22 +333,16 @@ def _registry_schedule(collective: str | None, algorithm: str | None, procs: int
 
 
 def _topology(spec: str | None, procs: int) -> Topology | None:
-    """``--topology``: a topology file, or ``star:RATE`` (one switch, RATE bytes per second per link),
-    or ``none``."""
+    """``--topology``: a topology file, or ``star:RATE`` (one switch, RATE per link: bytes per second
+    or a rate with a unit, as ``testbed up --link`` takes), or ``none``."""
     if spec is None or spec == "none":
         return None
     if spec.startswith("star:"):
-        try:
-            rate = float(spec[5:])
-        except ValueError:
-            raise click.BadParameter(f"{spec!r}: star:RATE takes a rate in bytes per second",
-                                     param_hint="--topology") from None
-        if not rate > 0:
-            raise click.BadParameter(f"{spec!r}: the rate must be positive", param_hint="--topology")
-        return star(procs, rate)
+        return star(procs, _rate(spec[5:], "--topology star:RATE"))
     return read_topology(spec)
 
 
+@example('colltune simulate --profile builtin:paper001-gige -c alltoall -a pairwise_exchange -p 16 -s 64KiB')
 @main.command("simulate")
 @click.option("--profile", "profile_spec", metavar="FILE|builtin:NAME",
               help="Profile to read the model parameters from.")
@@ -433,6 +430,7 @@ def simulate_cmd(profile_spec: str | None, model: str | None, sets: tuple[str, .
         con.print(f"trace written to {trace_file}")
 
 
+@example('colltune export-goal -c bcast -a binomial_tree -p 16 -s 64KiB -o bcast.goal')
 @main.command("export-goal")
 @_collective_option(required=True)
 @click.option("--algorithm", "-a", required=True, type=click.Choice(REGISTRY.names(aliases=True)), metavar="NAME",
@@ -461,6 +459,7 @@ def export_goal_cmd(collective: str, algorithm: str, procs: int, size: str, root
         raise click.UsageError(f"{exc.filename}: {exc.strerror}") from None
 
 
+@example('colltune profiles --show builtin:paper000-cluster')
 @main.command("profiles")
 @click.option("--show", "show", metavar="FILE|builtin:NAME", help="Print one profile as JSON.")
 @click.option("--schema", is_flag=True, help="Print the profile format's JSON Schema (docs/profile.schema.json).")
@@ -502,6 +501,7 @@ def _flatten(prefix: str, value: Any) -> list[tuple[str, str]]:
     return [(prefix, f"{value:.6g}" if isinstance(value, float) else str(value))]
 
 
+@example('colltune show builtin:paper001-gige --plot gige.png')
 @main.command("show")
 @click.argument("profile_spec", metavar="PROFILE")
 @click.option("--plot", "plot_file", type=click.Path(dir_okay=False),
@@ -566,6 +566,7 @@ def show_cmd(profile_spec: str, plot_file: str | None) -> None:
         con.print(f"figure written to {plot_file}")
 
 
+@example('mpiexec -n 8 colltune probe --topology star:100mbit -o profile.json')
 @main.command("probe")
 @click.option("--output", "-o", required=True, type=click.Path(dir_okay=False), help="Profile file to write.")
 @click.option("--quick", "mode", flag_value="quick", help="A few seconds: fewer sizes and repetitions.")
@@ -638,6 +639,7 @@ def _partition(spec: str, names: tuple[str, ...]) -> list[list[int]]:
     return groups
 
 
+@example('colltune grid --latency builtin:paper004-grid --root A --builder all')
 @main.command("grid")
 @click.option("--latency", "latency_spec", required=True, metavar="FILE|builtin:NAME",
               help="Latency matrix: CSV, JSON, or a profile with a latency model.")
@@ -760,29 +762,20 @@ def networks_markdown() -> str:
 
 
 def _rate(text: str, option: str) -> float:
-    """``100Mbit``, ``1Gbit``, ``12.5MB`` (bytes per second) or a number of bytes per second."""
-    units = {"kbit": 1e3 / 8, "mbit": 1e6 / 8, "gbit": 1e9 / 8, "kb": 1e3, "mb": 1e6, "gb": 1e9, "b": 1.0}
-    t = text.strip().lower().removesuffix("/s").removesuffix("ps")
-    for unit, scale in units.items():
-        if t.endswith(unit):
-            number = t.removesuffix(unit)
-            break
-    else:
-        number, scale = t, 1.0
+    """A rate option (:func:`colltune.units.parse_rate`), bytes per second."""
     try:
-        value = float(number) * scale
-    except ValueError:
-        raise click.BadParameter(f"{text!r} is not a rate (e.g. 100Mbit, 1Gbit, 12.5MB)", param_hint=option) from None
-    if not value > 0:
-        raise click.BadParameter(f"{text!r}: a rate must be positive", param_hint=option)
-    return value
+        return parse_rate(text, option)
+    except ColltuneError as exc:
+        raise click.BadParameter(str(exc), param_hint=option) from None
 
 
+@example('colltune testbed up --hosts 8 --link 100Mbit', 'colltune testbed run -- python -m colltune probe -o p.json', 'colltune testbed down')
 @main.group("testbed")
 def testbed_group() -> None:
     """An emulated cluster on this machine: namespaces, shaped links, switch trees (needs root)."""
 
 
+@example('colltune testbed up --hosts 8 --topology tree:2 --link 100Mbit --uplink 100Mbit')
 @testbed_group.command("up")
 @click.option("--hosts", "-n", "hosts", required=True, type=click.IntRange(min=1), help="Number of hosts.")
 @click.option("--topology", "shape", default="star", show_default=True, metavar="star|tree:K|binary|FILE",
@@ -828,6 +821,7 @@ def testbed_up_cmd(hosts: int, shape: str, link: str, uplinks: tuple[str, ...], 
     click.echo(f"testbed {name} is up: {topology.description}, TCP {congestion}; topology written to {path}")
 
 
+@example('colltune testbed run -- python -m colltune probe -o p.json')
 @testbed_group.command("run", context_settings={"ignore_unknown_options": True})
 @click.option("--mpi", type=click.Choice(["mpich", "openmpi"]), default="mpich", show_default=True,
               help="The MPI library whose launcher starts the job (the command must use the same library).")
@@ -846,6 +840,7 @@ def testbed_run_cmd(mpi: str, launcher: str | None, name: str, procs: int | None
     sys.exit(subprocess.run(cmd, env=env, check=False).returncode)
 
 
+@example('colltune testbed status')
 @testbed_group.command("status")
 @click.option("--name", default="colltune", show_default=True, help="The testbed's name.")
 def testbed_status_cmd(name: str) -> None:
@@ -856,6 +851,7 @@ def testbed_status_cmd(name: str) -> None:
         raise click.UsageError(str(exc)) from None
 
 
+@example('colltune testbed down')
 @testbed_group.command("down")
 @click.option("--name", default="colltune", show_default=True, help="The testbed's name.")
 def testbed_down_cmd(name: str) -> None:
@@ -885,12 +881,40 @@ def grid_markdown() -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def commands_markdown() -> str:
+    """docs/commands.md: every command's ``--help``, as ``colltune COMMAND --help`` prints it at 100 columns."""
+    lines = ["# Commands", "",
+             "Generated by `colltune commands-doc > docs/commands.md` from the command line's own help; "
+             "`colltune COMMAND --help` prints the same.", "",
+             "Sizes take B, kB, MB, GB, KiB, MiB and GiB (`64KiB`); rates take bytes per second or a unit "
+             "(`100Mbit`, `1Gbit`, `12.5MB`); process counts and sizes take lists and ranges (`1-8,16`).  "
+             "Exit codes: 0 done, 1 a failed check (verify, predict without a formula), 2 bad input.", ""]
+
+    def walk(command: click.Command, path: list[str], parent: click.Context | None) -> None:
+        if command.hidden:
+            return
+        ctx = click.Context(command, info_name=path[-1], parent=parent, terminal_width=100, max_content_width=100,
+                            help_option_names=["-h", "--help"])
+        lines.extend([f"## `{' '.join(path)}`", "", "```", command.get_help(ctx), "```", ""])
+        if isinstance(command, click.Group):
+            for name in command.list_commands(ctx):
+                sub = command.get_command(ctx, name)
+                if sub is not None:
+                    walk(sub, [*path, name], ctx)
+
+    root = click.Context(main, info_name="colltune", terminal_width=100, max_content_width=100)
+    for name in main.list_commands(root):
+        walk(main.commands[name], ["colltune", name], root)
+    return "\n".join(lines).rstrip() + "\n"
+
+
 #: The generated documentation: hidden command -> (its generator, the file it prints).
 GENERATED_DOCS: dict[str, tuple[Callable[[], str], str]] = {
     "grid-doc": (grid_markdown, "docs/grid.md"),
     "sim-doc": (networks_markdown, "docs/simulator.md"),
     "models-doc": (models_markdown, "docs/models.md"),
     "libraries-doc": (libraries_markdown, "docs/libraries.md"),
+    "commands-doc": (commands_markdown, "docs/commands.md"),
 }
 
 

@@ -20,6 +20,15 @@ from colltune.collectives import COLLECTIVES
 from colltune.errors import ColltuneError
 
 
+def example(*lines: str) -> Callable[[click.Command], click.Command]:
+    """Decorate a click command (above its ``@command`` line) so that its ``--help`` ends with
+    ``lines``, an example of its use, printed as given."""
+    def add(command: click.Command) -> click.Command:
+        command.epilog = "\b\nExample:\n" + "\n".join(f"  {line}" for line in lines)
+        return command
+    return add
+
+
 def console() -> Console:
     """A console for tables on standard output: 160 columns when not on a terminal."""
     return Console(soft_wrap=False, width=None if sys.stdout.isatty() else 160)

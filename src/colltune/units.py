@@ -43,6 +43,31 @@ def parse_size_list(text: str) -> list[int]:
     return [parse_bytes(part) for part in text.split(",")]
 
 
+_RATE_UNITS = {"kbit": 1e3 / 8, "mbit": 1e6 / 8, "gbit": 1e9 / 8, "kib": 2.0**10, "mib": 2.0**20, "gib": 2.0**30,
+               "kb": 1e3, "mb": 1e6, "gb": 1e9, "b": 1.0}
+
+
+def parse_rate(text: str, what: str = "rate") -> float:
+    """``"100Mbit"`` -> 12.5e6: a rate in bytes per second, from a number of bytes per second or a
+    number with a unit: kbit, Mbit, Gbit (bits, powers of 10), B, kB, MB, GB (bytes, powers of 10),
+    KiB, MiB, GiB (bytes, powers of 2), each optionally followed by ``/s`` or ``ps``; case is
+    ignored.  ``what`` names the option in the error."""
+    t = text.strip().lower().removesuffix("/s").removesuffix("ps")
+    number, scale = t, 1.0
+    for unit, factor in _RATE_UNITS.items():
+        if t.endswith(unit):
+            number, scale = t[:-len(unit)], factor
+            break
+    try:
+        value = float(number) * scale
+    except ValueError:
+        raise ParameterError(f"{what} {text!r} is not a rate: give bytes per second or a number with a unit "
+                             f"(100Mbit, 1Gbit, 12.5MB)") from None
+    if not 0 < value < float("inf"):
+        raise ParameterError(f"{what} {text!r}: a rate must be positive and finite")
+    return value
+
+
 def format_seconds(t: float) -> str:
     """``0.0000153`` -> ``"15.3 us"``: a time in seconds with a readable unit (for display only)."""
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import click
 
+from colltune.command import example
 from colltune.errors import ColltuneError
 from colltune.pmpi import library_path
 
 
+@example('LD_PRELOAD=$(colltune lib) COLLTUNE_TABLE=t.json mpiexec -n 8 ./app')
 @click.command("lib")
 def lib() -> None:
     """Print the path of the interposition library, for LD_PRELOAD.
@@ -21,6 +23,7 @@ def lib() -> None:
         raise click.UsageError(str(exc)) from None
 
 
+@example('LD_PRELOAD=$(colltune lib) COLLTUNE_RECORD=rec mpiexec -n 8 ./app', 'colltune trace-to-goal rec -o app.goal')
 @click.command("trace-to-goal")
 @click.argument("directory", type=click.Path(file_okay=False))
 @click.option("--output", "-o", required=True, type=click.Path(dir_okay=False), help="The GOAL file to write.")

@@ -25,6 +25,7 @@ from colltune.collectives import COLLECTIVES
 from colltune.command import (
     chosen_collectives,
     console,
+    example,
     mpi_job,
     progress_lines,
     under_mpi_launcher,
@@ -99,6 +100,7 @@ def promise_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return promised
 
 
+@example('colltune tune --profile builtin:ethernet-10g-tcp -o table.json --mpich-json mpich.json', 'mpiexec -n 8 colltune tune --library mpich -o t.json --mpich-json mpich.json')
 @click.command("tune")
 @click.option("--profile", "profile_spec", metavar="FILE|builtin:NAME",
               help="Profile to price the candidates from (not used by --method measure).")
@@ -377,8 +379,8 @@ ONE_RANK_PROFILE = "ethernet-10g-tcp"
 #: Measured crossovers are bisected until the interval is within 1/8 of its lower end: timings
 #: of neighbouring sizes differ by less than their noise below that.
 MEASURE_RESOLUTION = 1 / 8
-#: A timed choice must beat native by more than 5 %, in two of three timings, to be taken: the bar issue #19 sets for
-#: a choice against the best one, and below the spread of repeated timings on the testbed.
+#: A timed choice must beat native by more than 5 %, in two of three timings, to be taken: what a
+#: program can tell from noise, and about the spread of repeated timings on a TCP network.
 MEASURE_TOLERANCE = 0.05
 
 
@@ -409,6 +411,7 @@ def _print_tune(table: DecisionTable, output: str, files: dict[str, str | None],
         con.print(f"[dim]{n}[/dim]")
 
 
+@example('mpiexec -n 4 colltune bench --table t.json --max-size 256KiB -o bench.json', 'colltune bench --library mpich --table t.json -n 4 -o bench.json')
 @click.command("bench")
 @click.option("--table", "table_spec", envvar=TABLE_ENV, show_envvar=True, metavar="FILE",
               help="Decision table whose choices to time.")
