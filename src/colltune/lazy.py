@@ -4,7 +4,7 @@ does not import every module the package re-exports.
 The jobs that :mod:`colltune.tune.spawn` starts import a few small modules; when ``colltune``,
 ``colltune.tune`` and ``colltune.runtime`` imported all they re-export, each such process imported
 the registry, every model, pydantic and the whole runtime first: 8 of them took 1.7 s on the
-testbed's 2 cores (2026-11-28).
+testbed's 2 cores.
 """
 
 from __future__ import annotations

@@ -81,12 +81,10 @@ def send_to_children(b: ScheduleBuilder, rank: int, sends: list[tuple[int, Regio
     ``is_non_blocking`` 1 and ``pipelined_tree`` do.
 
     Why in turn: on a link of bandwidth B the sends of a parent share it, and its first child, the
-    root of the largest subtree, has its message only when all of them have theirs.  Measured on the
-    8-host testbed at 100 Mbit/s, P = 8, 512 KiB: the binomial broadcast took 228 ms all at once
-    (about 6 m / B: 3 at the root, then 2 at rank 4, then 1) and 132 ms in turn (3 m / B); the
-    binomial scatter 483 ms all at once and 308 ms in turn, MPICH's time.  Why not always: where the
-    receivers copy in parallel (shared memory), all at once is faster; on localhost at P = 4 the flat
-    tree in turn took 2.2x as long as MPICH's all-at-once tree at 32 KiB.  A send of an eager
+    root of the largest subtree, has its message only when all of them have theirs: a binomial
+    broadcast of m bytes on 8 ranks takes about 6 m / B all at once (3 at the root, 2 at rank 4,
+    1 after) and 3 m / B in turn, which is MPICH's time.  Why not always: where the
+    receivers copy in parallel (shared memory), all at once is faster.  A send of an eager
     message completes as soon as the library has copied it, so small messages leave at once either
     way."""
     before: list[int] = []

@@ -2,13 +2,9 @@
 are told apart by the algorithms they would choose.
 
 The check's errors (:func:`colltune.probe.run.choose_network`) rank the network models by how close
-their times come to a few measured collectives; but the tuner uses a model to choose, and on the
-8-host testbed the check's four best models were the same four in every run of 2026-12-01, within
-2-5 points of each other (``hockney``, ``plogp``, ``logp`` and ``latency``: 16.9-18.8 % on the star
-and 12.6-13.2 % on tree:2 in the run of 21:55, the fifth 4.4 points behind or more), and which of
-them the check chose changed from run to run, while over the fidelity benchmark's 22 cells their
-choices differed (that run's star: ``hockney`` within 5 % of the measured best in 21 of 22 cells,
-``latency`` in 19, ``plogp`` and ``logp`` in 18). So the probe asks each finalist which algorithm
+their times come to a few measured collectives; but the tuner uses a model to choose, and the
+best few models are often within a few points of check error of each other, so which of them the
+check chooses can change from run to run while their choices differ. So the probe asks each finalist which algorithm
 it would choose in each cell (a collective at a check size, every registered algorithm with its
 default parameters, near-ties broken as the tuner breaks them:
 :func:`colltune.tune.ties.predicted_choice`), times the algorithms chosen in the cells where the
@@ -37,26 +33,17 @@ from colltune.tune.ties import peers, predicted_choice
 #: (see the module docstring).
 FINALISTS = 4
 #: Rounds in which the check times a disputed case that every finalist prices below
-#: :data:`colltune.tune.timing.MEAN_CALL` (10 ms), the median of the rounds' medians counting: as
-#: ``benchmarks/fidelity_testbed.py`` times such cases (``--short-rounds 9``).  Timed once (7 runs
-#: in a row), the check's cases of 4 KiB ran 0.85-1.49x their time in the benchmark on the star
-#: of 2026-12-01 (the pairwise all-to-all 1.24x, which made ``hockney``'s choice there look 1.18x
-#: slower than another and cost it the choice); a round of one costs 10-40 ms.
+#: :data:`colltune.tune.timing.MEAN_CALL` (10 ms), the median of the rounds' medians counting, as
+#: ``benchmarks/fidelity_testbed.py`` times such cases (``--short-rounds 9``): one round of a short
+#: case is far noisier than the differences between the models' choices it must judge.
 SHORT_ROUNDS = 9
-#: Seconds the rounds after the first may take, as priced (:func:`round_count`).  On the testbed
-#: (2026-12-01, 22:16-23:00) 4-8 disputed cases were short, a round of them priced 0.22-0.48 s,
-#: and the eight more rounds took the probe from 79 to 84 s on the star and from 96 to 101 s on
-#: tree:2; on one host, where shared memory makes the models disagree in most cells, 18 short
-#: cases at P = 4 took the quick probe from 5 to 12 s with every round.
+#: Seconds the rounds after the first may take, as priced (:func:`round_count`): a few seconds of
+#: the probe's time, enough for the short disputed cases of an 8-host network.
 ROUNDS_BUDGET = 4.0
 #: Choice scores (:func:`choice_scores`) within this fraction of the smallest are a tie, which the
-#: check error decides.  A difference of a point or so is what timing alone gives: two runs of
-#: ``benchmarks/fidelity_testbed.py``, each run's measured times choosing for the other's, read a
-#: regret of 1.006-1.014 (docs/fidelity.md, "2026-12-02 (night)"), and the check times its
-#: disputed cases in one job.  By the smallest score alone, the probe of 2026-12-04 on the star
-#: chose ``logp`` (1.024, check error 29 %) over ``hockney`` (1.034, 17 %), and over the
-#: benchmark's 130 cases ``logp``'s 90th percentile was 33.4 % against ``hockney``'s 22.5 %, its
-#: regret 1.006 against 1.007 (docs/fidelity.md, "2026-12-04").
+#: check error decides: a point or two is what timing alone gives (two runs of the fidelity
+#: benchmark, each run's measured times choosing for the other's, differ by that much), so a
+#: smaller difference says nothing of which model chooses better.
 CHOICE_TIE = 0.02
 
 Case = tuple[str, str, int]  # (collective, algorithm, block size in bytes)

@@ -68,10 +68,8 @@ def fit_hockney(sizes: Array, one_way: Array, wire: Array | None = None) -> tupl
     a message alone takes the larger of its endpoint time and its wire time, so the line only has
     to hold where the endpoint's time exceeds the wire.  Fitted by the first alone, one line through
     a link whose token bucket passes the first bytes at once (the testbed's 3100 B) and long
-    messages at the link's rate bends towards both: on the 8-host star at 100 Mbit/s (2026-12-02)
-    it gave 230 us at 4 KiB against 182 measured (a slope of 54 ns/B, where the link's is 80), so
-    every hop of a 4 KiB chain was priced 1.3-1.4 times its time; fitted as carried, 10 us +
-    38 ns/B, 166 us at 4 KiB, and the wire from 8 KiB."""
+    messages at the link's rate bends towards both, and overprices every hop of a chain of
+    mid-sized messages."""
     m = np.asarray(sizes, dtype=np.float64)
     t = np.asarray(one_way, dtype=np.float64)
     (alpha, beta), res = nonnegative_lstsq([np.ones_like(m), m], t)
@@ -178,9 +176,7 @@ class Incast:
     def timeout_share(self) -> float | None:
         """The mean fraction of repetitions that timed out, over the sizes from the first one at
         which any did (None if none did).  Pooled, because one size's seven repetitions are too
-        few: on the 8-host star testbed 256 KiB timed out in 43 % of them in one probe and 86 % in
-        the next, and 512 KiB in 29 % and 14 %, while this share read 20 % and 38 % (23 % on
-        tree:2)."""
+        few: a size's share of timeouts moves by a factor of two from probe to probe."""
         first = next((i for i, f in enumerate(self.late) if f > 0), None)
         return None if first is None else float(np.mean(self.late[first:]))
 

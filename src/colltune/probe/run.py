@@ -145,14 +145,10 @@ class Plan:
         return [max(2, min(self.train, self.train_bytes // max(s, 1))) for s in self.sizes]
 
 
-#: The default mode measures g(m) up to 1 MiB in a minute or so on 8 hosts at 100 Mbit/s (71 s
-#: and 86 s on the star and tree:2 testbeds on 2026-11-26, incast, duplex table and check
-#: included): half a second per measured point, and trains of at most 1 MiB.  Its duplex table goes on to 4 MiB, the
-#: longest run a stream has in the collectives it prices (the ring all-gather of 512 KiB blocks on
-#: 8 ranks carries 3.5 MiB per call over one connection, and a stream's run goes on from call to
-#: call): a table that ended at 1 MiB priced that ring like the direct all-gather, whose streams
-#: carry 512 KiB each, where the ring ran 1.13-1.21x faster (the fidelity runs of 2026-11-26); at
-#: 4 MiB the share read 0.98 in a fresh job and after incasts alike (docs/fidelity.md).
+#: The default mode measures g(m) up to 1 MiB, half a second per measured point and trains of at
+#: most 1 MiB.  Its duplex table goes on to 4 MiB, the longest run a stream has in the collectives
+#: it prices: the ring all-gather of 512 KiB blocks on 8 ranks carries 3.5 MiB per call over one
+#: connection, and a stream's run goes on from call to call.
 PLANS = {
     "quick": Plan(reps=7, warmup=3, sizes=(0, 1, 256, 4 * KiB, 64 * KiB), packet_sizes=(1, 16, 40, 512, 1500),
                   train=8, tree_size=64 * KiB, tree_bursts=4, pings=5),
@@ -179,10 +175,8 @@ CHECKS = (("bcast", "binomial_tree"), ("allgather", "ring"), ("alltoall", "pairw
 #: at once (each host's sends posted starting with the next rank), and the pairwise exchange, one
 #: stream into each host at a time.
 STREAMS_CASES = (("alltoall", "direct_rotated"), ("alltoall", "pairwise_exchange"))
-#: Rounds of :data:`STREAMS_CASES` and repetitions of each in a round (after one warm-up): the
-#: ratio of the two read 1.00 and 0.85 in two probes of one round of 7 on the star testbed
-#: (2026-12-03), where the benchmarks after them read 0.84-0.90; the median of the rounds' ratios
-#: counts.
+#: Rounds of :data:`STREAMS_CASES` and repetitions of each in a round (after one warm-up); the
+#: median of the rounds' ratios counts, since one round's ratio varies from probe to probe.
 STREAMS_ROUNDS, STREAMS_REPS = 3, 5
 #: The least time, s, a receiver holds off while the probe looks for the eager threshold: half of
 #: it (what a send must take to count as waiting) is 50 times a small eager send here (10 us).
@@ -202,10 +196,8 @@ def discriminating_cases(models: Models, procs: int, errors: dict[str, float], s
     ``sizes`` in bytes, none of ``done``) on which the two network models with the smallest
     ``errors`` predict the most different times (the largest |log(t_a / t_b)|): timing them tells
     the two apart where a fixed check cannot (the design of experiments that discriminate between
-    models: Box and Hill 1967).  On the 8-host testbed (2026-11-25) the fixed check's 18 cases put
-    PlogPT and pLogP carried over the topology within a point of each other, the winner changing
-    from run to run, where all 147 cases of the fidelity benchmark gave pLogP 20-22 % against 25 %;
-    with 6 cases chosen this way pLogP won on both shapes and PlogPT fell to last (36-43 %)."""
+    models: Box and Hill 1967): a fixed check can put two models within a point of each other,
+    the winner changing from run to run."""
     a, b = sorted(errors, key=lambda n: (errors[n], n))[:2]
     scored = []
     for alg in REGISTRY:
@@ -738,11 +730,8 @@ def _measure_duplex_streams(topology: Topology, hockney: Hockney, size: int, tim
     table measured before; :func:`colltune.probe.fit.fit_duplex_streams`); unchanged if no part is
     recovered.  The series, fit and note recorded.
 
-    By their ratio, not the all-to-all's time alone: the share one stream keeps at 64 KiB read 0.67
-    and 0.81 in two probes of the star testbed (2026-12-03), and the direct all-to-all 53.9 ms in
-    the second probe and 48.4 ms in the benchmark after it, while the two all-to-alls moved
-    together: in the benchmarks of both probes the direct one (rotated) ran 47.0 and 48.4 ms and the
-    pairwise exchange 54.9 and 53.7 ms, where the table of one stream priced both alike."""
+    By their ratio, not the all-to-all's time alone: the share one stream keeps varies from probe
+    to probe, and with it the all-to-all's time, while the two all-to-alls move together."""
     n = len(STREAMS_CASES)
     by_case = [list(timings[k::n]) for k in range(n)]
     m["duplex_streams_alltoall"] = summarised(
@@ -774,7 +763,7 @@ def _measure_message_cpu(topology: Topology, hockney: Hockney, sizes: Sequence[i
     Hockney's idle fit over the topology): the series, the fit, the cost and a note.
 
     It is not written into the profile's topology; the loaded latency stands for it.  On the
-    fidelity benchmark of 2026-11-26 (its kept times predicted again), 20 us per message on the
+    fidelity benchmark (its kept times predicted again), 20 us per message on the
     testbed's 2 cores instead of the loaded latency took Hockney's 90th percentile over the
     topology from 29.3 % to 23.3 % on the star and from 32.5 % to 26.5 % on tree:2, but the star's
     cells within 5 % of the best from 19 to 17 of 22 and its regret from 1.036 to 1.070; and this
@@ -821,10 +810,9 @@ def _measure_send_hold(topology: Topology, hockney: Hockney, size: int, procs: i
     Why a hold: a step in which every rank takes part waits for the latest of its senders, and
     with 8 ranks on 2 cores a sender waits for a core a varying time; the loaded latency, a flat
     increment, keeps the ranks in lock step.  The shift of every rank exceeded that of two by
-    19 us on the star and 59 us on tree:2 in the probes of the fidelity benchmark of 2026-12-04
-    21:00, which this inverts to 9 and 28 us; predicted again with holds of 10-30 us, that run's
-    times met every target on both shapes, without none (tree:2's cells 19 of 22; docs/fidelity.md,
-    "2026-12-04")."""
+    19 us on the star and 59 us on tree:2 in the probes of the fidelity benchmark
+    one run, which this inverts to 9 and 28 us; predicted again with holds of 10-30 us, that run's
+    times met every target on both shapes, without none."""
     index = m["cpu_shift_all"].x.index(size)
     a, b = m["cpu_shift_all"].points[index], m["cpu_shift_pair"].points[index]
     crowded, pair = a.median, b.median
@@ -864,11 +852,9 @@ def choose_network(models: Models, procs: int, cases: Sequence[tuple[str, str, i
 
 def check_error(predicted: Sequence[float], measured: Sequence[float]) -> float:
     """How far ``predicted`` is from ``measured`` (seconds, case by case): the mean of the median
-    and the 90th percentile of the relative errors |p - t| / t, the two figures [fidelity] sets
-    targets for.  By the median alone, a model that misses a few patterns badly can win by a
-    point: on the 8-host testbed (2026-11-24) the check chose ``cluster`` by 14 % against 15 % for
-    ``plogp``, and over all 130 cases of ``benchmarks/fidelity_testbed.py`` ``cluster`` had a 90th
-    percentile of 58-76 % against 39-44 % (it prices each hop of a 4 KiB chain at twice its time)."""
+    and the 90th percentile of the relative errors |p - t| / t, the two figures the fidelity
+    benchmark sets targets for.  By the median alone, a model that misses a few patterns badly (its 90th
+    percentile far behind) can win by a point."""
     errors = np.abs(np.asarray(predicted, dtype=float) - measured) / np.asarray(measured, dtype=float)
     return float((np.median(errors) + np.quantile(errors, 0.9)) / 2)
 

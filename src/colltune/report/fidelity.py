@@ -1,7 +1,7 @@
 """Fidelity: how well each predictor (a network model of the simulator, with or without the
 measured network's topology, or an analytic model) predicts measured collective times.
 
-Issue #18's figures, per predictor:
+The fidelity benchmark's figures, per predictor:
 
 - **relative error** of each case (one algorithm at one size): ``|predicted - measured| / measured``,
   summarised by its median and 90th percentile;
@@ -48,7 +48,7 @@ from colltune.tune.ties import peers, predicted_choice
 
 FORMAT = "colltune-fidelity"
 VERSION = 1
-#: "Within 5 % of the measured best" (issue #18's target).
+#: "Within 5 % of the measured best" (the fidelity benchmark's target).
 BEST_TOLERANCE = 0.05
 
 
@@ -310,7 +310,7 @@ class Claim:
     statement: str
 
 
-#: The seed papers' comparisons that issue #18 asks to reproduce or refute.
+#: The seed papers' comparisons that the fidelity benchmark asks to reproduce or refute.
 CLAIMS = (
     Claim("002", "bcast", "symmetric_async", "binomial_tree",
           "the symmetric broadcast beats the binomial tree above 2 kB, by 2x for large messages "

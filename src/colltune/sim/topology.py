@@ -222,15 +222,10 @@ class Topology(BaseModel):
         A TCP flow's acknowledgements leave its receiver's host over that host's link up.  When
         the host sends too, they wait behind its data in the host's queue (on the testbed Linux's
         FIFO of 1000 frames, as on any host without fair queueing), so the flow's round trip
-        grows, and its window, which grows by round trips, fills the link later.  Measured on the
-        8-host, 100 Mbit/s star testbed (2026-11-26; each pattern posted with ``MPI_Isend`` and
-        ``MPI_Irecv`` after a barrier, the slowest rank's median of 10, over the wire time of the
-        busiest link), at 16 KiB, 64 KiB, 256 KiB, 512 KiB and 2 MiB per message: each host
-        either sending or receiving (even ranks to the odd rank after them) 1.07, 1.06, 1.02, 1.01
-        and 1.00; every host sending to the next and receiving from the one before 1.56, 1.32,
-        1.29, 1.14 and 1.03; the direct all-to-all 1.82, 1.38, 1.21, 1.17 and 1.10.  With the
-        hosts' queue cut to 32 KiB, every host sending to the next took 1.17 at 64 KiB instead of
-        1.38 (and the all-to-all lost frames at the hosts' queues and took six times its wire).
+        grows, and its window, which grows by round trips, fills the link later: on the testbed,
+        every host sending to the next while receiving from the one before takes up to 1.5x as long
+        as each host only sending or only receiving, the more so the smaller the messages, and
+        cutting the hosts' queue shortens the wait.
 
         So while any flow climbs from a host, a stream into it can use ``duplex`` of its share of
         the link into that host (of the equal split; under max-min fairness that link carries the
@@ -239,26 +234,17 @@ class Topology(BaseModel):
         :data:`TCP_RTO_MIN`) up to the one in flight; interpolated in log size between the table's
         sizes, clamped at its ends.  The window a run has grown carries the run's next message,
         and a connection idle for longer than its retransmission timeout starts it again (RFC 5681
-        section 4.1): on the fidelity benchmark of 2026-11-26 the ring all-gather of 512 KiB, whose
-        seven steps each carry a block over the same connection, ran 1.09x its wire time on the
-        star, where the pairwise all-to-all, a new connection at each step, ran 1.42x; priced by
-        each message alone, both were predicted 1.43x.  A stream held
+        section 4.1): the ring all-gather's steps each carry a block over the same connection, whose
+        window the earlier steps have grown, where the pairwise all-to-all opens a new connection
+        at each step.  A stream held
         back by another link (an oversubscribed uplink) keeps its rate: its window then covers the
         longer round trip.  ``colltune probe`` measures the table (``fit_duplex``): both shifts
-        above at 64 KiB, 256 KiB, 1 MiB and 4 MiB, the time one way over the time both ways.  On the
-        fidelity benchmark of 2026-11-26 (its kept times predicted again without the table its
-        probes measured), the table took the median error of ``plogp`` over the topology from
-        10.3 % to 6.5 % on the star and from 13.4 % to 8.5 % on tree:2, and its 90th percentile
-        from 35.7 % to 30.5 % on the star (36.5 % on tree:2 either way); docs/fidelity.md has
-        every model.
+        above at 64 KiB, 256 KiB, 1 MiB and 4 MiB, the time one way over the time both ways.
 
         Several streams into one host recover part of the shortfall together (the topology's
         ``duplex_streams``, [N, r]: with n streams into the host, the share is d + (1 - d) r min(1,
         ln n / ln N), d the table's): each needs a window of only its part of the link, which it
-        fills sooner for the same wait of its acknowledgements.  On the star testbed (2026-12-03)
-        the rotated direct all-to-all of 64 KiB, 7 streams into every host at once, ran 47 ms and
-        the pairwise exchange, one at a time, 55 ms, where the table of one stream (0.67 at 64 KiB)
-        priced both at 58 ms.  ``colltune probe`` measures r from the ratio of those two
+        fills sooner for the same wait of its acknowledgements.  ``colltune probe`` measures r from the ratio of those two
         all-to-alls (:func:`colltune.probe.fit.fit_duplex_streams`)."""
         return _by_size(self.duplex, size, 1.0)
 
@@ -271,10 +257,8 @@ class Topology(BaseModel):
         the other way and queue behind the data there, here in a switch port's queue, which fills
         when more than one link feeds it.  A loss-driven TCP keeps the link busy only while its
         windows cover the round trip, and the acknowledgements' wait lengthens it by up to that
-        queue: over tree:2's oversubscribed uplinks (8 hosts, 100 Mbit/s, 128 KiB ports, cubic;
-        fidelity benchmark of 2026-11-26), every all-to-all and all-gather of 512 KiB that crosses
-        them took 1.17-1.28 times what the simulator predicted with whole uplinks, the direct
-        ones and the pairwise exchange alike, where the same patterns on the star took 0.85-1.09.
+        queue: over oversubscribed uplinks, the patterns that cross them both ways run slower than
+        whole uplinks would carry them.
         ``colltune probe`` measures the table where its topology has such links
         (:func:`colltune.probe.fit.fit_trunk_duplex`: every rank sending to the rank half the job
         away and receiving from it, the share at which the simulated time matches the measured
@@ -296,29 +280,23 @@ class Topology(BaseModel):
         when a core is free, so a message waits only when more items want the cores than there
         are.  A delay (GOAL's ``calc``, the time a recorded run spent outside MPI) takes no core: it
         is time that passes on its rank, and a recorded gap already holds whatever sharing its run
-        met (charged again, a C program recorded on the testbed, whose computation is a sleep, was
-        predicted 54-95 % slow, against 5-11 % without).  ``colltune testbed up`` writes the
+        met.  ``colltune testbed up`` writes the
         machine's cores into the topology file (so its reductions share them), and ``colltune
         probe`` measures the cost per message when its topology gives ``cores`` and the job has
         more ranks (:func:`colltune.probe.fit.fit_message_cpu`: every
         rank sending one byte to the next against ranks 0 and 1 alone, the cost whose simulated
         excess matches the measured one), but keeps it out of the profile's topology and adds the
         loaded latency to the models instead, a flat increment that charges every message alike.
-        With 20 us per message on the testbed's 2 cores and no loaded latency, the fidelity
-        benchmark's 90th percentile fell by 6 points on both shapes, but the star's choices got
-        worse, and the probe's pattern measured 10-20 us from run to run
-        (``colltune.probe.run._measure_message_cpu`` has the figures).
+        Applied, the cost lowered the prediction error of all-rank steps but made the choices
+        worse, and the probe's pattern measures it with a spread as large as the value
+        (``colltune.probe.run._measure_message_cpu``).
 
         A rank that waits for a shared core does not wait the same time at every send, and a
         deterministic cost keeps every rank of a symmetric pattern in lock step.  A topology's
         ``send_hold`` (s) adds to every send's processor time a random hold of that mean
         (exponential, drawn per send; the message leaves at once, and a flow that takes longer
         hides the hold), simulated in :data:`colltune.sim.engine.HOLD_DRAWS` seeded draws of which
-        the one of median total is the result: a step waits for the latest of its senders.  On the
-        times of the fidelity benchmark of 2026-12-02 12:10, Hockney over the topology with 20-25 us
-        met every target on both shapes where it had missed on both without (``python
-        benchmarks/fidelity_testbed.py --repredict DIR --send-hold 20e-6``; docs/fidelity.md), and on
-        those of 14:22 20 us met every target on tree:2 but cost the star two cells.  Since 2026-12-04
+        the one of median total is the result: a step waits for the latest of its senders.
         ``colltune probe`` fits it from the same shifts as ``message_cpu``
         (:func:`colltune.probe.fit.fit_send_hold`) and writes it into the profile's topology."""
         return _by_size(self.message_cpu, size, 0.0)
@@ -373,12 +351,8 @@ class Topology(BaseModel):
 
         A link's rate counts the frames' headers as well as the data: the testbed's tc tbf at 100
         Mbit/s passes 12.5e6 B/s of 1514-byte frames, which hold 1448 B of a TCP stream each, so a
-        stream gets 95.6 Mbit/s of it (what MPI measured there: docs/fidelity.md, "What the
-        benchmark found").  Carried without the headers, every message whose wire time decides its
-        time was priced 4.4 % short: on the fidelity benchmark of 2026-12-03 evening the flat-tree
-        and chain broadcasts and the gather-broadcast all-gather of 64 and 512 KiB ran 1.05-1.06
-        times their price on the star (docs/fidelity.md, "2026-12-04: each frame's headers on the
-        wire")."""
+        stream gets 95.6 Mbit/s of it, what MPI measures there; carried without the headers, every
+        message whose wire time decides its time would be priced 4.4 % short."""
         size = np.asarray(size, dtype=np.float64)
         if self.framing is None:
             return size

@@ -50,30 +50,22 @@ FRAME = 1514
 #: adds FRAME - SEGMENT bytes to what its links carry: the topology's ``framing``.
 SEGMENT = 1448
 #: tbf's bucket, bytes: two frames and a margin, so that a link serialises nearly frame by frame,
-#: like a wire.  A larger bucket lets the first bytes after an idle spell through at memory speed:
-#: with 16 KiB, a 7-hop chain broadcast of 4 KiB took 0.32 ms on the 100 Mbit/s star against
-#: 2.3 ms of wire time.  One frame is too few: tbf's timer fires a few microseconds late, the
-#: bucket cannot save what it missed, and MPI got 89.9 Mbit/s of a 100 Mbit/s link against
-#: 95.6 (the TCP payload of a full link) with two (2026-11-23).
+#: like a wire.  A larger bucket lets the first bytes after an idle spell through at memory speed;
+#: with one frame tbf's timer, which fires a few microseconds late, costs the link part of its rate.
 BURST = 2 * FRAME + 72
 #: The queue of a host's own port, bytes: Linux's default txqueuelen of 1000 frames.  A host's
-#: NIC holds its sender back rather than dropping (:mod:`colltune.sim.drops`); with a switch
-#: port's 128 KiB instead, a flat-tree broadcast of 64 KiB to 7 hosts lost 46 % of the root's
-#: frames at its own port and took 260 ms instead of 38 ms.
+#: NIC holds its sender back rather than dropping (:mod:`colltune.sim.drops`); a switch port's
+#: queue there would drop most of a root's frames in a flat-tree broadcast.
 HOST_QUEUE = 1000 * 1514
 #: The window a TCP flow keeps in flight, bytes, written into the topology file for the simulator's
-#: drop rule: Linux's initial window of 10 segments of 1448 B (RFC 6928).  On the 8-host testbeds
-#: it fits the measured losses better than 64 KiB or more (benchmarks/fidelity_testbed.py, --repredict),
-#: under BBR and again under cubic (2026-11-25).
+#: drop rule: Linux's initial window of 10 segments of 1448 B (RFC 6928), which fits the losses
+#: measured on the testbeds better than 64 KiB or more (``fidelity_testbed.py --repredict``).
 TCP_WINDOW = 10 * SEGMENT
 #: The hosts' TCP congestion control: Linux's default since 2.6.19, which a cluster's hosts run
-#: unless someone changed it, and loss-driven like the TCP whose timeouts paper 001 models.  The
-#: machine these figures come from uses BBR itself, which a new namespace inherits, and BBR makes a
-#: collective's cost depend on what ran before it: on the 8-host, 100 Mbit/s star, MPICH's
-#: scattered all-to-all of 64 KiB took 60.2 ms after its pairwise exchange at 4 and 8 KiB and
-#: 49.2 ms after itself; under cubic 45.0 and 45.1 ms (2026-11-25, ``bench --library mpich -c
-#: alltoall --forced``, 3 rounds).  BBR paces a flow at the bandwidth it measured over its last
-#: round trips, so flows that had a port each overrun a port they now share.
+#: unless someone changed it, and loss-driven like the TCP whose timeouts paper 001 models.  A new
+#: namespace would inherit this machine's own (BBR on some), under which a collective's cost
+#: depends on what ran before it: BBR paces a flow at the bandwidth it measured over its last round
+#: trips, so flows that had a port each overrun a port they now share.
 TCP_CONGESTION = "cubic"
 
 

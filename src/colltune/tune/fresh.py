@@ -2,16 +2,11 @@
 run other traffic.
 
 The tuners time every candidate in one job, one after another.  On a TCP network what a call costs
-can depend on what the job's connections carried before, for seconds.  On the 8-host testbed
-(100 Mbit/s, cubic) MPICH's own all-to-all of 256 KiB (its pairwise exchange) took 216 ms a call in
-a fresh job and 162-178 ms once the scattered all-to-all had run in the job, even after 30 s of
-idle, while the scattered one stayed at 180-190 ms (``benchmarks/call_regimes.py``, docs/tune.md).
-The tuning job has always run the scattered one at the sizes below, so it times MPICH's own in its
-fast regime and keeps it; the C client of ``bench --library``, which runs each collective in a job
-of its own, finds it 1.07-1.32 times slower than the scattered one at 64-512 KiB.  Four pairs of
-jobs spawned from a tuning job on the testbed, each running one algorithm at 64, 128, 256 and
-512 KiB in ascending order, found MPICH's own 55-57, 101-108, 198-231 and 466-484 ms, the
-scattered one 46-49, 94-142, 175-207 and 363-388 ms: what the client finds.
+can depend on what the job's connections carried before, for seconds: MPICH's own all-to-all of
+256 KiB (its pairwise exchange) runs faster once the scattered all-to-all has run in the job
+(``benchmarks/diagnostics/call_regimes.py`` shows the regimes).  The tuning job has always run the
+other candidates at the sizes below, so it may time the library's own choice in its fast regime,
+where a program that runs only that choice meets the slow one.
 
 So once the rules of a collective are decided in the job, :func:`check_fresh` looks at each
 *contest*: a grid size of a long call (``native`` timed at ``settle_call`` seconds or more) that
@@ -21,47 +16,29 @@ of the holder (a lead smaller than that may be the job's regime).  It times the 
 contested sizes in ascending order in a fresh job, and the challengers at the same sizes in another
 (``run``, :class:`colltune.tune.spawn.FreshJobs`), the holders' job first.  Both jobs run the
 rules' own choices at the grid size before the first contested size and at any grid size between
-two contested ones, as a program that runs the sizes in ascending order does (the C client does):
-on the testbed MPICH's own allreduce of 512 KiB took 102-109 ms in the C client right after the
-ring allreduce of 256 KiB, where it took 95-97 ms after itself and the ring 93 ms after itself,
-and the tuning job's in-order check had found it 1.5 ms slower after the ring.  The pair of jobs
-is run again, the challengers' first, and a size goes to its challenger where it leads in both
-passes together: its times summed, times one plus the tolerance, below the holder's (fresh jobs of
-one algorithm spread by up to 20 % at 256 KiB on the testbed: the scattered all-to-all 178 and
-216 ms, so one pass decides nothing).  The second pass runs even where the first showed no lead,
-because MPICH's own all-to-all draws its regime per job: on the testbed one pass in which it was
-fast kept it at 256 KiB where the C client then found it 1.18 times slower than the scattered one
-(2026-11-27, 15:01).  The passes are summed rather than counted because a count lets small leads
-win: leads in two passes of three that came to 3.7 % together (90 against 114, 123 against 103
-and 106 against 114 ms) gave 128 KiB to the scattered one, which the client then found 0.88 times
-as fast (16:04); and two passes, not three, because each costs two jobs of about 8 s, and three
-passes for three collectives took the target command of issue #19 to 337 s (18:15).  Where the
-challenger is the rules' own choice at the grid size before, or has just won it (the holder's
-rule begins with a switch there), any lead over the two passes will do:
-the tolerance keeps the library's own choice where it is as fast, but after another algorithm's
-sizes that choice is not what the library runs by itself, which would have run it at the sizes
-before too, and the switch costs the program more than a fresh job's ten calls see (on the
-testbed, 2026-11-27: MPICH's own allreduce of 512 KiB after the ring's 256 KiB, 92.4 against the
-ring's 89.4 ms in the fresh jobs, 100-103 against 88-93 ms in the C client; and after the
-fresh jobs gave the ring 256 KiB, MPICH's own at 512 KiB, 4.8 % behind it over two passes, read
-92.8-108 ms in the client against the ring's 91.5-92.9, 18:15).  A contested size
-between two sizes that go to the same challenger goes to it too where it was faster in all passes
-together.
+two contested ones, as a program that runs the sizes in ascending order does: a call right after
+another algorithm's pays for the switch.  The pair of jobs is run again, the challengers' first,
+and a size goes to its challenger where it leads in both passes together: its times summed, times
+one plus the tolerance, below the holder's.  One pass decides nothing (fresh jobs of one algorithm
+spread by up to 20 %, and the library's own choice draws its regime per job); the passes are
+summed rather than counted, because a count lets small leads win; and there are two, not three,
+because each costs two jobs of several seconds.  Where the challenger is the rules' own choice at
+the grid size before, or has just won it (the holder's rule begins with a switch there), any lead
+over the two passes will do: after another algorithm's sizes the library's own choice is not what
+the library runs by itself, and the switch costs the program more than a fresh job's ten calls
+see.  A contested size between two sizes that go to the same challenger goes to it too where it was
+faster in all passes together.
 
 Where a collective has contests, the check also contests each other long call that the rules give
 to an algorithm the library does not run there by itself, with a lead over ``native`` in the job
 below :data:`colltune.tune.select.SURE_LEAD`: ``native`` holds it in the holders' job, the rule's
 choice challenges in the challengers' job, and it keeps the size only as a challenger wins one.  So
 the holders' job is the program with every contest lost, the challengers' job the one with every
-contest won.  The tuning job times a switch between two algorithms only right after the other's
-timing, not after the sizes below as a program runs them: on the testbed (2026-11-28, MPICH) the
-rules ran MPICH's own all-gather (its ring) at 64 KiB and the recursive doubling at 128 KiB, 3-5 %
-ahead in the job; the holders' jobs read it at 141 and 96 ms a call right after the ring, the
-challengers' jobs at 85 and 86 after itself, and the C client had read the same rules at 107-112 ms
-in two of three rounds against 90-91 for MPICH's defaults (2026-11-28, 00:56).  These contests ride
-along: they are not checked where nothing else is, because a check costs four jobs (about 25 s of
-the five minutes of issue #19), and a long call whose rule is not ``native`` has led it in the job
-by more than the tolerance in two of three timings, or continues a rule that did.
+contest won: the tuning job times a switch between two algorithms only right after the other's
+timing, not after the sizes below as a program runs them.  These contests ride along: they are not
+checked where nothing else is, because a check costs four jobs (about 25 s of the tuner's five
+minutes), and such a rule has led ``native`` in the job by more than the tolerance in two of three
+timings, or continues a rule that did.
 
 This module only decides; it has no MPI.
 """

@@ -12,16 +12,11 @@ margin.
 A measurement outranks a prediction where the two disagree near a crossover: a candidate timed at
 the previous sampled size (the largest smaller size at which ``native`` was timed) within the
 margin of the best time there is timed again if its prediction is within ``(1 + margin)**2`` of the
-best prediction (on the 8-host testbed under Open MPI, the prediction pruned the scatter-allgather
-broadcast at 4 KiB, 1.5-1.8 times the best predicted, though it had been timed 8 % from the best
-at 2 KiB, and the C client found it twice as fast as the choice at 4 KiB).  So is a candidate
-predicted within that square whose calls are cheap to time (:data:`CHEAP_CALL`): there the model's
-misses cost more than timing them.  Nothing else predicted beyond ``(1 + margin)**2`` times the
-best is timed, but the fastest candidate timed at the previous sampled size is timed whatever its
-prediction: on the testbed under MPICH (2026-11-26) MPICH's scatter-recursive-doubling-allgather
-broadcast was the fastest timed at 4 KiB (0.59 against 0.97 ms for MPICH's own), was predicted
-beyond that square at 8 KiB and not timed there, and the C client found the scatter-allgather
-broadcasts 1.22-1.29 ms at 8 KiB against 1.56 ms for the table's choice (a pipelined chain).
+best prediction: near a crossover the model is least sure, and a candidate timed near the best
+at one size is the likeliest to win the next.  So is a candidate predicted within that square whose
+calls are cheap to time (:data:`CHEAP_CALL`): there the model's misses cost more than timing them.
+Nothing else predicted beyond ``(1 + margin)**2`` times the best is timed, but the fastest
+candidate timed at the previous sampled size is timed whatever its prediction.
 
 At a few cheap sizes every candidate is timed whatever its prediction (:data:`CENSUS`), so that a
 model that puts an algorithm far behind cannot keep it out of the race at every size.
@@ -34,8 +29,8 @@ size.
 
 The margin is the guard against the model's error: a candidate is pruned only if it would have to
 be mispredicted by more than the margin, relative to the best one, to win.  Its default,
-:data:`HYBRID_MARGIN`, is twice the median relative error (21 %) that issue #18 measured for the
-best network model on the testbed, rounded up; the largest errors measured there (hundreds of
+:data:`HYBRID_MARGIN`, is about twice the median relative error that the fidelity benchmark
+measured for the best network model on the testbed, rounded up; the largest errors measured there (hundreds of
 percent, under TCP incast) are what timing the contenders, rather than trusting the model, guards
 against.
 """
@@ -56,20 +51,15 @@ from colltune.tune.table import NATIVE
 HYBRID_MARGIN = 0.5
 #: Seconds: a candidate predicted to take at most this long per call is cheap to time (a timing is
 #: about a dozen calls, well under the per-timing cost of barriers and, under Open MPI, a
-#: communicator), so it is timed within the square of the margin.  On the 100 Mbit/s testbed it is
-#: a broadcast of about 16 KiB, the sizes where the simulation put Open MPI's scatter-allgather
-#: broadcast 1.5-1.8 times behind the best and the C client found it twice as fast.
+#: communicator), so it is timed within the square of the margin: at such sizes the predictions
+#: are least sure.
 CHEAP_CALL = 0.005
 #: At the sizes that are powers of this (1, 16, 256, 4096 bytes, ...) and where ``native``'s call
 #: was timed at most :data:`CHEAP_CALL`, every candidate is timed whatever its prediction, and the
 #: fastest there is then timed at the next size whatever its prediction (the rule of the module
 #: docstring): which network model a profile chooses varies from probe to probe, and one can put an
-#: algorithm beyond the square of the margin at every size.  On the 8-host testbed under Open MPI
-#: (2026-11-27, 21:37) the probe chose PlogPT where the runs before had chosen the cluster model;
-#: Open MPI's scatter-allgather broadcast and Rabenseifner's reduction were then never timed at
-#: 4-16 KiB (the reduction was last timed at 2 KiB, 16 % behind the best), and the C client found
-#: them 1.72-1.76 and 1.54-1.80 times faster than the table's choices there.  Timing every
-#: candidate at four or five cheap sizes costs about a hundred short timings, a few seconds.
+#: algorithm beyond the square of the margin at every size.  Timing every candidate at four or five
+#: cheap sizes costs about a hundred short timings, a few seconds.
 CENSUS = 16
 #: Seconds the other ranks sleep at most between two looks at whether rank 0 has sent its verdict
 #: (:func:`colltune.runtime.quiet.quiet_bcast`): rank 0 simulates every candidate once per size,
@@ -79,27 +69,15 @@ SHARE_POLL = 0.0005
 #: A timing of a short call (below the timer's ``settle_call``) more than this many times the same
 #: candidate's time at the previous sampled size is timed once more, and the faster of the two
 #: counts: the noise of a timing on a TCP network is one-sided (a stalled connection or a
-#: descheduled rank only adds time), and a challenger is otherwise timed once per size.  On the
-#: 8-host testbed under Open MPI (2026-11-27, 18:53) the one timing of Rabenseifner's reduction at
-#: 4 KiB read 4.86 ms, against 0.39-0.43 at 2 KiB and 1.28 at 8 KiB; the table left 4 KiB to Open
-#: MPI's own choice, which the C client found 1.87 times slower (Rabenseifner's: 0.6 ms).  Doubling
+#: descheduled rank only adds time), and a challenger is otherwise timed once per size.  Doubling
 #: the size at most doubles the bytes a call sends; four times leaves room for a change of protocol
-#: between two sizes, which a second timing then confirms (Open MPI's segmented ring allreduce
-#: takes 6-13 times longer at 8 KiB than at 4 KiB, every time).
+#: between two sizes, which a second timing then confirms.
 STALL_JUMP = 4.0
 #: A timing of a long call (the timer's ``settle_call`` or more) more than this many times the same
 #: candidate's time at the previous sampled size scaled by the ratio of the sizes is timed once
 #: more, right after, and the faster of the two counts.  A long call sends mostly bytes, so
 #: doubling the size about doubles it, and a timing that more than doubles it again needs a
 #: second look; :data:`STALL_JUMP`'s four would let a long call's timing be twice what it should.
-#: On the 8-host testbed under MPICH (2026-11-28, 06:29 and 11:04), MPICH's scattered all-to-all
-#: was timed at 238 and 254 ms at 256 KiB after 92 and 89 ms at 128 KiB, while the C client read
-#: it at 176-188 ms forced at every size; the tuner never contested 256 KiB (it keeps only
-#: challengers timed near the rule's choice, 196 ms) and the client found the file 1.06 times
-#: slower than the scattered one there.  In the six tuning jobs of those days, two or three
-#: timings a job crossed this line: Bruck's all-gather at 256 KiB (2.6-4.8 times its time at
-#: 128 KiB), the recursive-doubling one at 512 KiB (2.8-3.1), the scattered all-to-all at 128 or
-#: 256 KiB (2.6-2.9) and MPICH's pairwise one at 512 KiB (2.5): about a second of timing a job.
 LONG_JUMP = 1.25
 
 
@@ -192,14 +170,8 @@ class HybridPricer:
 
         Why a candidate timed at ``size`` stays a contender there: the tuner times it again at that
         size (a second look, a confirming pair), and by then the sizes below may have been timed
-        again too, so the verdict of "the fastest just before" can change.  On the 8-host testbed
-        under Open MPI (2026-11-29, 08:28), its pipelined reduction with 2 KiB segments, predicted
-        more than 2.25 times the best at 8 KiB, was timed there because it had been the fastest at
-        4 KiB (0.823 ms against 0.848 for Rabenseifner's), and was the fastest at 8 KiB (1.13 ms
-        against 2.19 for Open MPI's own); then the second look at 4 KiB put Rabenseifner's ahead of
-        it (0.731 against 0.749 ms), its confirming timing at 8 KiB was refused, and Open MPI's own
-        choice kept 8 KiB, which the C client found 1.49 times slower than Rabenseifner's forced
-        there.
+        again too, so the verdict of "the fastest just before" can change, and a candidate dropped then
+        would leave its confirming timing refused.
 
         Why one timed at the next sampled size above: the tuner bisects the crossover between two
         sampled sizes by timing the choice that won the size above and the one that won the size
@@ -252,11 +224,7 @@ class HybridPricer:
         An ``always`` candidate is then timed only as any other is (by its prediction, or near the
         best just before): where a timing prices the mean of calls of ten milliseconds or more, a
         retransmission timeout of about 0.3 s in one of ten calls adds less than half, so a
-        candidate that far behind cannot win at the next sizes.  On the 8-host testbed under
-        Open MPI (2026-11-28, 23:30), its pipelined and binomial broadcasts and its pipelined
-        reduction with segment size 0 (Open MPI's default) were timed 3.4-5.5 times behind the
-        fastest at every size from 32 or 64 KiB, where a call of Open MPI's own took 17 ms or
-        more; ten of their timings, at 64-512 KiB, came after such a size: 11 s of a tune of 296 s."""
+        candidate that far behind cannot win at the next sizes, and timing it there costs seconds."""
         me = choice(algorithm, params)
         below = max((s for s in self._sampled(collective, procs, me) if s < size), default=None)
         if below is None:

@@ -16,10 +16,7 @@ traffic between every pair of ranks), and the two alternate over ``rounds`` roun
 first, then tuned, in every round); each (collective, size) keeps the median over the rounds of
 the slowest rank's average, so that a slow spell of the machine falls on both.  One job per
 collective, because on a TCP network a collective starts from the connections' state the ones
-before it left (congestion windows, the reordering and round-trip estimates Linux carries over):
-on the 8-host testbed MPICH's scattered all-to-all of 64 KiB took 63 ms in every round of a job
-that ran the other collectives first with the exported file, and 53 ms in every round of one that
-forced it after other algorithms; alone, both took the same time.  With ``forced``, every round
+before it left (congestion windows, the reordering and round-trip estimates Linux carries over).  With ``forced``, every round
 then runs the client once per algorithm of the library's own that colltune knows
 (:mod:`colltune.tune.targets`), forced at every size (MPICH: a selection file that names it; Open
 MPI: its ``coll_tuned_<coll>_algorithm`` variables, since a rules file leaves scatter and the
@@ -29,18 +26,15 @@ be compared with the best the library has; after the first round only those stil
 
 The best of many forced algorithms, each a median of a few noisy rounds, is biased low: the one
 that comes out fastest is often the one whose rounds were luckiest, so the file is found behind it
-even where the file runs that very algorithm (on the testbed, 2026-11-27: the scattered all-to-all
-of 512 KiB through the file 364-411 ms a round, forced 361-370).  With ``playoff`` rounds, where the
+even where the file runs that very algorithm.  With ``playoff`` rounds, where the
 file is more than :data:`PLAYOFF_OVER` behind the best forced algorithm at some size of a
 collective, the file and each algorithm that beat it so are run again, alternating, in rounds of
 their own, and the cell compares the two on those rounds only (:attr:`Cell.over_best`), which
 the choice of the best did not see.
 
 The same holds for the file against the defaults, cell by cell: a benchmark of some fifty cells
-with a few rounds each finds some cells slow by chance.  On the 8-host testbed (MPICH, seven runs
-of 2026-11-27 and 28, three rounds each), the cells where the file runs what MPICH runs by itself
-read default / with the file with a spread of 2.2-3.4 % from cell to cell, and 1-2 of their 33-45
-cells fell below 0.95 in every run (0.89-0.95).  So where the file is below :data:`PLAYOFF_BELOW` of
+with a few rounds each finds some cells slow by chance, also where the file runs what the library
+runs by itself.  So where the file is below :data:`PLAYOFF_BELOW` of
 the defaults at some size, the defaults join that collective's playoff, and the cell's verdict
 (:attr:`Cell.checked_speedup`) comes from the playoff rounds; :attr:`Cell.speedup`, over the rounds
 every cell had, stays the gain.  A playoff runs the sizes from the smallest up to the largest in
@@ -88,11 +82,7 @@ COMPILE_TIMEOUT = 120.0
 RUN_TIMEOUT = 600.0
 #: Seconds each size is timed for at least in each run of the client (``colltune bench --min-time``):
 #: where ``--reps`` calls take less, the client makes more (counted from its warm-up).  A few calls
-#: of a small collective measure the job's luck, not the library: on the 8-host testbed
-#: (2026-11-26, MPICH, native-only table, 6 rounds of the defaults and 6 with the file) 20 calls of
-#: a 4 KiB allreduce (about 15 ms in all) read 0.71-1.35 ms per call from job to job and gave 0.71
-#: for default over file, where 300 calls (about 0.25 s) read 0.72-0.95 ms and gave 0.97; at 4 to
-#: 16 KiB reduce and allreduce the six ratios moved from 0.71-1.09 to 0.97-1.01.
+#: of a small collective measure the job's luck, not the library.
 MIN_TIME = 0.25
 
 
@@ -497,10 +487,10 @@ def library_bench(table: DecisionTable, table_name: str, tools: Toolchain, procs
 
 
 #: After the first round, a forced algorithm is run again only if, at some size, its first-round
-#: time was within this factor of that round's best (forced, default or with the file).  One round's
-#: figure of a cell on the 8-host testbed strays from the median of five by up to 10 % (rarely 40 %,
-#: a 4 KiB reduce); an algorithm 25 % behind at every size is not the library's best, and rerunning
-#: the 7-ary trees and their like every round would double the benchmark's time.
+#: time was within this factor of that round's best (forced, default or with the file).  One
+#: round's figure of a cell strays from the median of five by up to about 10 %; an algorithm 25 %
+#: behind at every size is not the library's best, and rerunning every forced algorithm every
+#: round would double the benchmark's time.
 FORCED_KEEP = 1.25
 
 

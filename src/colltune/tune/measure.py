@@ -42,23 +42,15 @@ from colltune.tune.warmup import NETWORK_WARMUP
 #: Seconds: where a call takes at least this long, the tuner's confirming timings
 #: (:meth:`colltune.tune.select.Tuner._confirmed`) are made twice in a row and the second counts.
 #: A timing that follows another algorithm's pays for the switch: the connections the new pattern
-#: wakes restart from a small congestion window.  On the 8-host testbed (100 Mbit/s, cubic), in one
-#: MPICH job, the recursive-doubling allgather of 128 KiB after the ring took 106 ms falling to
-#: 86 ms over ten calls (1 s), and the hybrid tuner's confirming timings had it at 117 and 114 ms
-#: against the ring's 89 ms, where the C client found it 5 % faster than the ring; at 32 KiB (24 ms
-#: calls) no such transient was seen.
+#: wakes restart from a small congestion window, a transient that lasts about a second and is
+#: invisible in calls much shorter than this.
 SETTLE_CALL = 0.03
 
 #: Seconds every rank sleeps before a case's first call when its timings must not pay for the case
 #: before (``time_collective(rest=...)``; the fidelity benchmark and the probe's check).  With more
-#: ranks than cores (the testbed runs 8 on 2) a case that follows one in which some ranks computed
-#: far more than others (a 512 KiB reduction or all-to-all) can run several times slower, in steps
-#: of about 5.6 ms per call: on the star (2026-11-25), a stretch of 76 cases of the fidelity
-#: benchmark timed back to back had 1-7 such cases per run (a 4 KiB broadcast 11.1 ms against
-#: 1.1 ms), none with every rank asleep for 10, 50 or 500 ms before each case, and 1-5 with the
-#: ranks spinning in MPI for 20 ms instead.  So it is most likely the CPU scheduler's memory of what
-#: each rank used, which a sleep clears, not traffic left on the network (docs/fidelity.md).  50 ms
-#: leaves a margin.
+#: ranks than cores, a case that follows one in which some ranks computed far more than others (a
+#: large reduction or all-to-all) can run several times slower until every rank has slept: the CPU
+#: scheduler's memory of what each rank used, which a sleep clears.  50 ms leaves a margin.
 REST = 0.05
 
 

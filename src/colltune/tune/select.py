@@ -63,22 +63,15 @@ SEARCH: dict[str, Callable[[int, int], list[Any]]] = {
 Choice = tuple[str, tuple[tuple[str, Any], ...]]
 
 #: Where a call is long (the timer's ``settle_call``), a choice whose sample time is this many times
-#: faster than ``native``'s is taken without the confirming timings of :meth:`Tuner._confirmed`.
-#: On the 8-host testbed under Open MPI (2026-11-26), the 13 confirmations made where ``native``'s
-#: call took 30 ms or more (sample leads 1.09-6.07) all confirmed, each confirming lead within 0.16
-#: of the sample's, and repeated timings of one candidate there spread by at most 1.21x; a sample
-#: lead can also owe up to 1.23x to ``native`` following another algorithm
-#: (:data:`colltune.tune.measure.SETTLE_CALL`: 106 against 86 ms), so 1.23 times the tuners' 5 %
-#: tolerance, rounded up.  The timings that confirmed took 58 of that tuning job's 260 s.
+#: faster than ``native``'s is taken without the confirming timings of :meth:`Tuner._confirmed`: a
+#: lead beyond both the spread of repeated timings of one candidate and what ``native`` can owe to
+#: following another algorithm (:data:`colltune.tune.measure.SETTLE_CALL`), each about 1.2x.
 SURE_LEAD = 1.3
 
 #: Where a call is short (:meth:`Tuner._short`), every candidate timed within this factor of the
 #: fastest at a size is timed once more, and the faster of its two timings counts
-#: (:meth:`Tuner._second_look`).  On the 8-host testbed under MPICH (2026-11-28, 13:40), MPICH's own
-#: allreduce of 16 KiB was timed at 3.74 ms as ``native`` and at 3.25 ms forced as the same
-#: algorithm (reduce_scatter_allgather): one timing of a short call was 15 % off; the ring there was
-#: timed once at 3.54 ms, never again, where the C client read it at 2.9 ms, 22 % less, and 12 %
-#: faster than the file's choice.  So 1.22, rounded up.
+#: (:meth:`Tuner._second_look`): one timing of a short call can be 15-20 % off, more than the
+#: differences the tuner must see.
 NEAR_TIE = 1.25
 
 
@@ -290,29 +283,15 @@ class Tuner:
         a grid size (:meth:`_refine`, where any lead counts) should not end there for a lead that
         the grid size alone would have to confirm beyond the tolerance.
 
-        Long calls: on the 8-host testbed under MPICH (2026-11-26), the tuner took MPICH's ring
-        allreduce up to 256 KiB (a lead of 12 % there) and above it gave 512 KiB once back to
-        MPICH's own choice, the ring leading it by 3 % (87.4 against 90.1 ms), and once to
-        Rabenseifner's, which led the ring by 0.06 % (88.78 against 88.83 ms).  In the C client,
-        which runs the sizes in ascending order, MPICH's own allreduce of 512 KiB then took 97.1 ms
-        right after the ring of 256 KiB, against 87.8 ms with the defaults and 88.7 ms for the ring
-        forced at every size; and Rabenseifner's took 95.5 ms, against 91.9 ms forced at every size
-        and 88.8 ms for the ring: each switch cost 4-10 %, up to twice the tolerance.
+        Long calls: where a call is long, switching algorithms between two neighbouring sizes costs
+        the program a change of traffic pattern that can exceed the tolerance, more than two timings
+        that close can tell apart.
 
-        Short calls: on the same testbed (2026-11-27), the pairwise all-to-all led MPICH's own
-        choice at 4 KiB in five of six tuning jobs by 1-4 % (3.20 against 3.27 ms), its rule was
-        bisected up to 4095 B, and 4096 B went back to MPICH's own choice (the scattered one); in
-        the C client, right after the pairwise exchange of 2 KiB, that ran 3.24-3.53 ms, against
-        3.09-3.44 ms for the same algorithm under the defaults and 3.08-3.13 ms for the pairwise
-        exchange forced: 0.93 of the defaults.  There the choice must lead ``native``, however
-        little: no timing of a short call has shown a switch that costs more than the tolerance.
+        Short calls: there the choice must lead ``native``, however little; no timing of a short
+        call has shown a switch that costs more than the tolerance.
 
         A lead beyond the tolerance is not confirmed either: a held choice must not face a harder
-        test for leading by more.  In the full MPICH benchmark of 2026-11-27, 09:26, the ring
-        all-gather, which had won 1 KiB, led MPICH's own choice at 2 KiB by 5.3 % in the sample,
-        was timed again as a new choice would be and lost one pair, so 2 KiB went back to MPICH's
-        own; that also ended the rule before 4 KiB, where the ring led by 1.6 %, and the C client
-        read MPICH's own at 4 KiB 1.04 behind the ring forced."""
+        test for leading by more."""
         if size in self._sides:
             return self._sides[size]
         if size not in self._won:
@@ -357,17 +336,9 @@ class Tuner:
         Why: the noise of a short call's timing is one-sided (:meth:`_fastest_leads`), and it is
         larger than the differences the tuner must see (:data:`NEAR_TIE`), so a single slow timing
         must not put a candidate out of the race, nor let a rule go on past a ``native`` that read
-        slow once: on the testbed under MPICH (2026-11-28, 14:18), the binomial reduce, which had
-        won 2 KiB, went on at 4 KiB on 1.09 ms against 1.17 ms for MPICH's own, which the C client
-        then read at 0.57-0.74 ms against 0.88-0.95 ms for the binomial reduce.  A timing of a
-        short call costs a few tens of milliseconds: in the MPICH tune of issue #19 on the testbed
-        (2026-11-28, 16:08) the second look made 274 timings at 106 sizes, 17 s of 277.
-
-        Below the ``settle_call`` (:data:`colltune.tune.measure.SETTLE_CALL`), where a timing prices
-        the mean call, one timing is no surer: on the same testbed under Open MPI (2026-11-29,
-        02:47) its ring all-gather of 16 KiB was timed once, at 16.1 ms, 5 % behind the fastest
-        (15.4 ms), and never again; Open MPI's own choice stayed there, and the C client found the
-        ring 1.31 times faster than that (medians of five rounds: 12.1 against 15.8 ms)."""
+        slow once.  Below the ``settle_call`` (:data:`colltune.tune.measure.SETTLE_CALL`), where a
+        timing prices the mean call, one timing is no surer.  A timing of a short call costs a few
+        tens of milliseconds, so the second look costs seconds of a tune."""
         s = self.samples[size]
         fastest = s.candidates[0].time
         looked = [choice(c.algorithm, c.params) for c in s.candidates if c.time <= fastest * NEAR_TIE]
@@ -401,22 +372,12 @@ class Tuner:
         :meth:`_winner` times the rule's choice ``held`` again where its sample put it beyond the
         tolerance behind the fastest: the noise of a timing is one-sided (:meth:`_confirmed`), so one
         slow timing should not end a rule.  Where a call is not long, such a call costs little to
-        time again.  On the 8-host testbed under MPICH (2026-11-27), the pairwise all-to-all,
-        18 % ahead of MPICH's own at 2 KiB, took 6.47 ms at 4 KiB in the sample against MPICH's own
-        3.36 (1.40 at 2 KiB, 2.82 at 3.5 KiB when bisecting); its rule ended below 4 KiB, where the
-        C client found it 9 % faster than the file.
+        time again.
 
-        Where a call is long (:meth:`_settles`), one slow timing can end a rule as well: on the same
-        testbed under Open MPI (2026-11-29, 04:08), the all-to-all linear_sync with 4 requests, 10 %
-        ahead of the one with 1 request at 64 KiB and 13 % at 256 KiB, was timed once at 128 KiB, at
-        124.2 ms against 116.4; a rule of 1 request went in between, and the C client found the file
-        1.17 times slower there than 4 requests forced (medians of five rounds, 128.0 against 109.4
-        ms).  But there a timing costs up to a second, so ``held`` is timed again only within
-        :data:`NEAR_TIE` of the fastest, and the fastest with it, since the faster of two timings
-        would otherwise favour ``held`` over a choice timed once: on the same testbed under MPICH
-        (2026-11-29, 06:39), the pipelined broadcast tree with 2 KiB chunks went on at 256 KiB on a
-        second timing of 32.1 ms against one of 31.0 for 4 KiB chunks, and the C client read it 10 %
-        behind the best."""
+        Where a call is long (:meth:`_settles`), one slow timing can end a rule as well, but there a
+        timing costs up to a second, so ``held`` is timed again only within :data:`NEAR_TIE` of the
+        fastest, and the fastest with it, since the faster of two timings would otherwise favour
+        ``held`` over a choice timed once."""
         key = (ch, size)
         first = self.time(ch, size)
         if key in self._looked or not -math.inf < first < math.inf:
@@ -464,19 +425,12 @@ class Tuner:
 
         Why a third timing rather than a veto: the noise of a timing on a TCP network is one-sided
         (a retransmission timeout or a descheduled rank only adds time), so one slow timing of
-        ``ch`` says less than one fast one.  On the 8-host testbed under Open MPI, Open MPI's own
-        allgather (its fixed rules) was kept at 64 KiB though the ring was 15 % faster in the first
-        timing and in every round of the C client: the one confirming pair had been slow.
+        ``ch`` says less than one fast one.
 
         Why a sample lead below the tolerance still earns the two timings: a timing's noise is
-        larger than the tolerance.  On the 8-host testbed under MPICH, pairs of timings of MPICH's
-        own allreduce and its ring at 32 KiB put the ring at 0.73-1.07 of MPICH's time in one job,
-        and the sample of the tuning job had them even (6.43 ms each), where the ring was 7-21 %
-        faster in every round of a plain loop (five rounds of 20 calls) and 18 % in the C client;
-        the ring was not looked at again.  For longer calls the budget forbids it: there every
-        confirming timing is made twice (below) and lasts up to a second, and looking again at
-        every lead below the tolerance made the tuning job 70-80 s longer (274 and 290 s, against
-        208 s, of issue #19's 300), 90 % of it at 64 KiB and more.
+        larger than the tolerance, so a sample that reads a small lead must not end the question.
+        For longer calls the budget forbids it: there every confirming timing is made twice (below)
+        and lasts up to a second.
 
         Where a call of ``native`` takes at least the pricer's ``settle_call`` seconds (timers in an
         MPI job have one, :data:`colltune.tune.measure.SETTLE_CALL`), each confirming timing is
@@ -520,15 +474,7 @@ class Tuner:
         Why the fastest: a short call's timing prices the median call, which leaves losses out, and
         the rest of its noise is one-sided (a switch transient or a descheduled rank only adds
         time), so the fastest timing of each is its best estimate, and counting pair wins lets one
-        slow timing of ``native`` decide.  On the 8-host testbed under MPICH (2026-11-28, 04:35),
-        MPICH's own reduce of 4 KiB was timed at 1.21 ms in the sample, then 0.58 and 1.04 ms,
-        against 0.95, 0.91 and 0.91 ms for the binomial reduce, which won two pairs and the size;
-        the C client found the file 0.71 times as fast as MPICH's defaults there.  In the same job,
-        MPICH's ring allreduce of 32 KiB was timed at 5.41 ms in the sample against MPICH's own
-        6.74, then 6.32 against 6.39 and 5.99 against 6.07: one win of three, so MPICH's own was
-        kept, where the C client found the ring at 0.84 of its time and plain loops of 40 calls in
-        fresh jobs at 0.84-0.94 in six rounds (``benchmarks/call_regimes.py``).  The fastest of each
-        decides both right after the first pair (0.58 against 0.91 ms; 5.41 against 6.39 ms)."""
+        slow timing of ``native`` decide."""
         slack = 1 + self.tolerance
         native, mine = self.time(choice(NATIVE, {}), size), self.time(ch, size)
         for _ in range(2):
@@ -627,12 +573,7 @@ class Tuner:
         bandwidth, and its time grows linearly with the size (Hockney's alpha + beta m); and a
         timing made right after the other algorithm's pays for the change of traffic pattern
         (:data:`colltune.tune.measure.SETTLE_CALL`), which bisection, timing the two by turns,
-        always does.  On the 8-host testbed under MPICH (2026-11-28, 10:25, the target command of
-        issue #19), bisecting the all-gather's crossovers between 64 and 128 KiB and between 256
-        and 512 KiB took 12 timings and 11 s of the tune's 285 s, and the fresh jobs
-        (:mod:`colltune.tune.fresh`) then gave 128 and 256 KiB back to MPICH's own, which made
-        both boundaries moot; timings at long calls between the grid's sizes took 10-25 s of each
-        tune of the benchmark runs before (lib72, lib75, ompi76)."""
+        always does, and costs seconds of each tune."""
         prices = [self.time(a, lo), self.time(b, lo), self.time(a, hi), self.time(b, hi)]
         if not all(math.isfinite(p) for p in prices):
             return None

@@ -1,16 +1,9 @@
 """The in-order check: a table's choices timed one size after another, as a program runs them.
 
 The tuners time every candidate at every size on its own.  On a TCP network a choice can also
-change what the calls after it cost.  On the 8-host testbed with its hosts on BBR, under MPICH, the
-hybrid tuner chose the pairwise all-to-all at 4 and 8 KiB (10-12 % ahead of MPICH's own choice
-there) and MPICH's own above; in the OSU-like C client of ``bench --library``, which runs the sizes
-in ascending order, MPICH's all-to-all then took 13.7, 26.9 and 67.4 ms at 16, 32 and 64 KiB,
-against 13.0, 24.9 and 49.8 ms after itself (most likely BBR pacing the connections at the rate
-they measured when each had a port to itself; under cubic the effect was gone,
-:data:`colltune.testbed.net.TCP_CONGESTION`).  In the tuning job under BBR this check measured
-only 2 % of it: a long job's connections come to the check already cut back by earlier losses.
-Under cubic it gave back the scattered all-to-all at 64-112 KiB, after which MPICH's own
-all-to-all of 128 KiB ran 97.4 against 88.7 ms (2026-11-25).
+change what the calls after it cost: a program that runs the sizes in ascending order meets the
+library's own choice right after the table's choice at the sizes below, on connections whose
+congestion state that choice left behind.
 
 So once the rules of a collective are decided in the job, :func:`check_in_order` looks at each
 *suspect*, a rule that chooses another algorithm followed by one that keeps ``native``: it times
@@ -24,11 +17,7 @@ the table's first this time, and if the suspect loses again its sizes are given 
 ``native``.  Two losses, as a choice needs two wins over ``native``
 (:meth:`colltune.tune.select.Tuner._confirmed`), because a retransmission timeout makes one slow
 sequence on its own; in both orders, so that a cost falling on whichever sequence runs second
-cannot give a choice back.  The MPICH library benchmark's tuning job of 2026-11-25 timed
-``native``'s sequence first in both passes: in 10 of its 26 passes the table's sequence was
-slower at the suspect's own sizes, where each choice had won twice when timed alone, and the three
-rules it gave back (scatter, gather and allgather below 128 B) had lost at their own sizes in
-five of their six passes.
+cannot give a choice back.
 
 Only sizes of the tuner's grid are run (0, 1, 2, 4, ... the largest size): the sizes the C client
 runs, and those at which every rule was timed.

@@ -10,12 +10,9 @@ force each algorithm of the sequence in turn and time it as the tuning job's
 send the times back to rank 0, which shares them.  The tuning job's forcer decides which control
 variables force each algorithm; the spawned job only writes them
 (:class:`colltune.tune.mpit.ControlVariables`), so that it imports mpi4py, numpy and little of
-colltune: 8 processes importing the whole package took 1.7 s on the testbed's 2 cores, against
-0.7 s for mpi4py and numpy (``mpiexec -n 8``, 2026-11-28).  While the spawned job starts and runs,
-the tuning job's ranks sleep in short steps rather than wait in MPI, which would spin on the cores
-the spawned job needs (the testbed runs 8 ranks on 2 cores): spawned from the whole job, whose
-ranks all wait inside ``MPI_Comm_spawn`` until the new processes have started, a job took 2.9 s to
-spawn on the testbed (MPICH, 12 jobs of a tune, 2026-11-27).
+colltune (the whole package takes about twice as long to import).  While the spawned job starts and
+runs, the tuning job's ranks sleep in short steps rather than wait in MPI, which would spin on the
+cores the spawned job needs where ranks share cores.
 An exception in a spawned process ends the whole run (``python -m mpi4py`` aborts), so a failure
 cannot leave the tuning job waiting.
 """

@@ -3,23 +3,17 @@
 
 A prediction cannot tell apart candidates whose predicted times differ by less than its own error,
 and where several algorithms move the same bytes over the same links it prices them exactly alike
-(at 4 KiB on the 8-host testbed, four all-to-alls and the ring and direct all-gathers each within
-0.01 %; the dissemination and recursive-doubling barriers at P = 8).  Until 2026-12-01 the first
-name in alphabetical order took such a tie.  What separated the tied candidates on the testbed was
-how many ranks each rank exchanges messages with (:attr:`colltune.schedule.Schedule.max_peers`):
-over TCP each peer is a connection of its own, with its own window, acknowledgements and progress
-to poll, and where ranks share cores each connection's work waits for one.  In the fidelity runs
-of 2026-11-29 and 2026-12-01 (``benchmarks/fidelity_testbed.py``, both shapes; docs/fidelity.md,
-"2026-12-01"), where each pair was predicted within 2 %: the recursive-doubling barrier (3 peers
-at P = 8) ran 1.02-1.90x faster than the dissemination barrier (5) in 9 of 10 measurements, the
-ring all-gather of 4 KiB (2 peers) 1.31-2.10x faster than the direct one (7) in 8 of 8, the
-binomial gather of 4 KiB (3 at the root) 1.04-1.11x faster than the synchronised linear one (7) in
-8 of 8, and the broadcast by scatter and recursive-doubling all-gather (3) 1.09-1.81x faster than
-by scatter and ring all-gather (5) at 4 KiB in 9 of 9.
+(four all-to-alls and the ring and direct all-gathers of 4 KiB on a switch, say).  What separates
+such candidates on a TCP network is how many ranks each rank exchanges messages with
+(:attr:`colltune.schedule.Schedule.max_peers`): each peer is a connection of its own, with its own
+window, acknowledgements and progress to poll, and where ranks share cores each connection's work
+waits for one.  In the fidelity runs, the candidate with fewer peers was the faster of such a pair
+in most cells (the recursive-doubling barrier against the dissemination one, the ring all-gather
+against the direct one, the binomial gather against the synchronised linear one).
 
-The window is the 5 % by which the fidelity benchmark and issue #18 count a measured choice as
+The window is the 5 % by which the fidelity benchmark counts a measured choice as
 good as the best: a smaller predicted lead is below the median error of the best predictors on the
-testbed (4-7 % in those runs), so it says nothing of which is faster.  Measured prices (the
+testbed, so it says nothing of which is faster.  Measured prices (the
 tuner's ``measure`` and ``hybrid`` methods) are not ordered by this rule: their ties are the
 tuner's tolerance's (:meth:`colltune.tune.select.Tuner.winner`).
 """
@@ -40,7 +34,7 @@ PREDICTED_TIE = 0.05
 #: From this many bytes per rank on, a registered algorithm's peers no longer change with the
 #: size (with its parameters fixed): below it some ranks' blocks are empty and send nothing.  On
 #: every candidate of the seven collectives with data, every parameter value the tuner tries, at
-#: P = 2-64 and sizes above 8 bytes per rank up to 1 MiB (5210 cases, 2026-12-01), the peers at 8
+#: P = 2-64 and sizes above 8 bytes per rank up to 1 MiB, the peers at 8
 #: bytes per rank equal those at the size; the largest size at which a peer count still changed
 #: was 16 B at P = 33 (Rabenseifner's reductions, 2 float64 elements).  So :func:`peers` builds the
 #: schedule at no more than this many bytes per rank: building every near-tie at its own size

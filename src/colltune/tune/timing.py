@@ -15,8 +15,8 @@ and the result is the median of the repetitions with its quartiles.
 
 This module imports only mpi4py, numpy and colltune's description of the collectives: the jobs
 that :mod:`colltune.tune.spawn` starts import it and little else, since 8 processes importing the
-whole package on the testbed's 2 cores took 1.7 s against 0.7 s for mpi4py and numpy alone
-(``mpiexec -n 8``, 2026-11-28), and a tune of issue #19 spawns up to a dozen such jobs.
+whole package on the testbed's 2 cores took 1.7 s against 0.7 s for mpi4py and numpy alone,
+and a tune spawns up to a dozen such jobs.
 """
 
 from __future__ import annotations
@@ -34,40 +34,27 @@ from colltune.tune.warmup import NETWORK_BLOCK
 
 #: Seconds: where the slowest rank's median call takes at least this long, the tuners price a
 #: candidate by the slowest rank's mean call (:attr:`Timing.price`), as the C client of ``bench
-#: --library`` and a program pay it, rather than by its median.  A median cannot see a loss that
-#: strikes one call in ten: on the 8-host testbed (100 Mbit/s, cubic), Open MPI's linear gather of
-#: 32 KiB (every rank sends at once, eagerly) had a median call of 19 ms like the other gathers, but
-#: one call in 10-40 took 35-40 ms (a fast retransmission) or 230 ms (a timeout) at the switch port
-#: of the root, which made its mean 23.5-30.6 ms in 5 of 6 rounds of fresh jobs against 19.3-19.9
-#: for the others (``benchmarks/call_regimes.py --library openmpi --collective gather --size 32KiB
-#: --algorithms native,basic_linear,linear_sync``, 2026-11-27); the hybrid tuner had chosen it
-#: there on its median (20.4 against 25.6 ms), and the C client found the file 0.79 times as fast
-#: as Open MPI's defaults.  Below, a mean would count what the median is there to leave out: with
-#: 8 ranks on 2 cores some calls wait 2-5 ms for a core (the same runs: 22-27 ms calls among the
-#: 19 ms ones of every gather), which is a few percent of a 10 ms call over 20 calls but several
-#: times a call of a few hundred microseconds.
+#: --library`` and a program pay it, rather than by its median: a median cannot see a loss (a
+#: retransmission, a timeout) that strikes one call in ten.  Below, a mean would count what the
+#: median is there to leave out: with more ranks than cores some calls wait milliseconds for a
+#: core, a few percent of a 10 ms call but several times a call of a few hundred microseconds.
 MEAN_CALL = 0.01
 #: With a time budget, at least this many timed repetitions are kept: the median of three is the
 #: smallest that discards one outlier.
 MIN_REPS = 3
 #: Seconds one timing of a candidate may take when the tuners time in the job (warm-up included,
 #: down to MIN_REPS repetitions): the hybrid tuner times about a thousand candidates at P = 8 up
-#: to 512 KiB on the 100 Mbit/s testbed, most of them far shorter, and issue #19 gives it five
-#: minutes in all.
+#: to 512 KiB on a 100 Mbit/s network within its five-minute target.
 TIMING_BUDGET = 1.0
 #: Seconds of timed calls the tuners' timings fill at least, by repeating a cheap call up to
-#: :data:`FILL_FACTOR` times the requested repetitions.  Below about 8 KiB a call on the 8-host
-#: testbed takes a few milliseconds, and there the differences the tuners must see are near their
-#: tolerance: MPICH's pairwise all-to-all of 4 KiB was timed 6 % ahead of the default by the
-#: hybrid tuner, then not confirmed, and was 12 % ahead in the C client.  A few dozen calls of a
-#: few milliseconds cost little beside a timing's fixed cost (plan, barriers, warm-up).
+#: :data:`FILL_FACTOR` times the requested repetitions: where a call takes a few milliseconds the
+#: differences the tuners must see are near their tolerance, and a few dozen calls cost little
+#: beside a timing's fixed cost (plan, barriers, warm-up).
 TIMING_FILL = 0.1
 FILL_FACTOR = 4
 #: Seconds every rank sleeps before each of the tuners' timings: the shortest
-#: :data:`colltune.tune.measure.REST` that cleared the slow cases it describes (10 ms), since the
-#: hybrid tuner makes about 1200 timings within the five minutes of issue #19.  In one MPICH job on
-#: the testbed, eight pairs of timings of MPICH's ring allreduce of 32 KiB and its own put the ring
-#: at 0.79-1.06 and 0.84-0.99 of MPICH's time without it, 0.82-0.92 and 0.83-0.92 with it.
+#: :data:`colltune.tune.measure.REST` that clears the slow cases it describes, since the hybrid
+#: tuner makes about 1200 timings within its five-minute target.
 TUNE_REST = 0.01
 
 

@@ -42,7 +42,7 @@ namespace colltune::exec {
 // same copy took 1.4 us against 1.2 us, and copying backwards there made a P = 2 ring allgather
 // of 128 KiB 1.6x slower than MPICH's.  So it is measured, once per process (at import): a
 // 64 KiB memmove 16 bytes past against one 64 bytes past, best of 5 each (well under 1 ms), and
-// aliasing counts if the first is 3 times slower.  (benchmarks/copy_aliasing.py shows both.)
+// aliasing counts if the first is 3 times slower.  (benchmarks/diagnostics/copy_aliasing.py shows both.)
 // COLLTUNE_ALIASING=yes or no skips the measurement (the tests run both ways).
 inline bool memmove_aliases() {
   static const bool slow = [] {
