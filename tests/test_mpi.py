@@ -155,6 +155,10 @@ def test_grid_trees_match_native(procs: int) -> None:
 
 # -- colltune probe ---------------------------------------------------------------------------------
 
+#: Seconds a rank's measured gap may carry of waiting for a shared core (4 ranks on 2 cores).
+CORE_WAIT = 20e-6
+
+
 @pytest.mark.parametrize(("procs", "topology"), [(2, None), (4, "star:12500000"), (4, "shared")])
 def test_quick_probe_writes_a_consistent_profile(procs: int, topology: str | None, tmp_path: Path) -> None:
     """The quick probe writes every model with its spreads and fits (and the topology it is given;
@@ -260,11 +264,13 @@ def test_quick_probe_writes_a_consistent_profile(procs: int, topology: str | Non
     held = profile.measurements["held_send"]
     assert models.loggp.S in {0, *(int(x) for x in held.x)}
     assert any(note.startswith(f"loggp: S = {models.loggp.S} B") for note in prov.notes)
-    # g(m) is non-decreasing within its spread
+    # g(m) is non-decreasing within its spread and a scheduler's slice: with 4 ranks on 2 cores a
+    # whole size's few repetitions can each wait microseconds for a core (seen in CI: 8.5 us at one
+    # size, 3.0 us at the next, each within 1.4 us)
     g = profile.measurements["g"]
     assert list(g.x) == list(models.plogp.unidirectional.g.sizes)
     for a, b in zip(g.points, g.points[1:]):
-        assert b.median >= a.median - (a.iqr + b.iqr), (a, b)
+        assert b.median >= a.median - (a.iqr + b.iqr) - CORE_WAIT, (a, b)
     # the controlled incast: its times, which repetitions timed out, and BL and T_RTO from them
     incast, late = profile.measurements["incast"], profile.measurements["incast_late"]
     assert list(incast.x) == list(late.x) == list(PLANS["quick"].incast_sizes)
