@@ -354,19 +354,6 @@ def main() -> None:
         write_results(d, args)
 
 
-def _without(argv: list[str], option: str) -> list[str]:
-    """``argv`` without ``option`` and its value (``--opt V`` or ``--opt=V``)."""
-    out, skip = [], False
-    for a in argv:
-        if skip:
-            skip = False
-        elif a == option:
-            skip = True
-        elif not a.startswith(option + "="):
-            out.append(a)
-    return out
-
-
 #: The targets the figures are judged by: median and 90th percentile of the relative error, cells whose
 #: predicted best is measured within 5 % of the fastest, and the regret.
 TARGETS = {"median": 0.10, "p90": 0.25, "cells": 20 / 22, "regret": 1.03}
@@ -413,7 +400,7 @@ def write_results(d: Path, args: argparse.Namespace) -> None:
                 tables=[Table(columns=("shape", "predictor", "probe (s)", "cases", "median error", "p90 error",
                                        "cells within 5 %", "regret", "papers' claims"), rows=tuple(rows))],
                 figures=figures, root=True, mpi=mpi,
-                argv=_without(sys.argv[1:], "--results-from"))
+                )
     print(f"results written to {path}")
 
 

@@ -181,7 +181,7 @@ def main() -> None:
               f"  {fast:>10.3f} {same:>8.2f}")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
-    from colltune.report.results import Headline, Table, save
+    from colltune.report.results import Headline, Table, mpi_library_of, save
 
     table = tuple((f"{r['collective']}/{r['algorithm']}", r["size"], round(r["c_s"] * 1e3, 3),
                    round(r["plan_s"] * 1e3, 3), round(r["c_s"] / r["plan_s"], 3), round(r["mpich_s"] * 1e3, 3),
@@ -195,9 +195,7 @@ def main() -> None:
                                    value=f"{t[4]:.2f}", target=f"within {TARGET:.0%}") for t in table],
                 tables=[Table(columns=("algorithm", "size (B)", "C (ms)", "plan (ms)", "C / plan", "MPICH default (ms)",
                                        "C / plan, 10th percentiles"), rows=table)],
-                root=True, mpi=subprocess.run([sys.executable, "-c", "from mpi4py import MPI; "
-                                               "print(MPI.Get_library_version().splitlines()[0])"],
-                                              capture_output=True, text=True).stdout.strip() or None)
+                root=True, mpi=mpi_library_of())
     print(f"results written to {path}")
 
 

@@ -24,6 +24,8 @@ from colltune.report.results import (
     Headline,
     ResultsError,
     Table,
+    command_line,
+    mpi_library_of,
     provenance,
     read_directory,
     read_results,
@@ -193,6 +195,16 @@ def test_a_results_file_round_trips_and_renders(tmp_path):
     assert with_readme_results(readme, [back]) == f"# x\n\n{block}\n\nafter\n"
     with pytest.raises(ResultsError, match="markers"):
         with_readme_results("# no markers\n", [back])
+
+
+def test_the_rerun_command_leaves_out_where_the_run_kept_its_files():
+    argv = ["--reps", "20", "--keep", "/tmp/x", "--json=/tmp/y.json", "--plot", "f.png", "--name", "a b"]
+    assert command_line("benchmarks/x.py", argv) == "python benchmarks/x.py --reps 20 --name 'a b'"
+
+
+def test_the_mpi_library_is_read_in_a_process_of_its_own():
+    assert "MPICH" in (mpi_library_of() or "")
+    assert mpi_library_of("/nonexistent/python") is None
 
 
 def test_a_bad_results_file_names_the_file_and_the_field(tmp_path):

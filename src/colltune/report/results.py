@@ -144,10 +144,37 @@ def mpi_library() -> str:
     return MPI.Get_library_version().replace("\0", "").strip().splitlines()[0]
 
 
+#: Options that say only where a benchmark keeps or writes its files: left out of the command that
+#: reruns it, since they name paths of the machine it ran on.
+WHERE_OPTIONS = ("--keep", "--json", "--results", "--results-from", "--plot")
+
+
 def command_line(script: str, argv: Sequence[str] | None = None) -> str:
-    """``python benchmarks/NAME.py ARGS``: the command that reran this benchmark as it ran."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    return " ".join(["python", f"benchmarks/{Path(script).name}", *map(shlex.quote, args)])
+    """``python benchmarks/NAME.py ARGS``: the command that reruns this benchmark as it ran, without
+    the options of :data:`WHERE_OPTIONS` and their values."""
+    args, kept, skip = list(sys.argv[1:] if argv is None else argv), [], False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in WHERE_OPTIONS:
+            skip = True
+        elif not arg.startswith(tuple(f"{o}=" for o in WHERE_OPTIONS)):
+            kept.append(arg)
+    return " ".join(["python", f"benchmarks/{Path(script).name}", *map(shlex.quote, kept)])
+
+
+def mpi_library_of(python: str | None = None) -> str | None:
+    """The first line of the MPI library version that ``python`` (default: this one) loads through
+    mpi4py, asked in a process of its own (so that this one need not load MPI); None if it cannot."""
+    import subprocess
+
+    try:
+        out = subprocess.run([python or sys.executable, "-c", "from mpi4py import MPI; "
+                              "print(MPI.Get_library_version().replace(chr(0), '').strip().splitlines()[0])"],
+                             capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None
 
 
 def default_directory(script: str) -> Path:
