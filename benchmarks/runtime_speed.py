@@ -192,7 +192,7 @@ def main() -> None:
                 headline=[Headline(figure=f"{label}: median (worst)", value=f"{med:.2f} ({w:.2f}), {n} cells above",
                                    target=f"{target:.2f}") for label, target, med, w, n in rows],
                 tables=[Table(columns=("ratio", "target", "median", "worst", "cells above the target"), rows=rows)],
-                mpi=MPI.Get_library_version().strip().splitlines()[0])
+                mpi=MPI.Get_library_version().strip().splitlines()[0], env="OPENBLAS_NUM_THREADS=1")
     print(f"results written to {path}")
 
 

@@ -31,6 +31,7 @@ from colltune.report.results import (
     read_results,
     readme_results,
     results_page,
+    save,
     with_readme_results,
     write_results,
 )
@@ -200,6 +201,13 @@ def test_a_results_file_round_trips_and_renders(tmp_path):
 def test_the_rerun_command_leaves_out_where_the_run_kept_its_files():
     argv = ["--reps", "20", "--keep", "/tmp/x", "--json=/tmp/y.json", "--plot", "f.png", "--name", "a b"]
     assert command_line("benchmarks/x.py", argv) == "python benchmarks/x.py --reps 20 --name 'a b'"
+
+
+def test_save_writes_the_benchmark_rerun_command_with_its_environment(tmp_path):
+    path = save(str(tmp_path / "sample_bench.py"), tmp_path, title="t", what="w",
+                headline=[Headline(figure="f", value="1")], argv=["--n", "2", "--keep", "d"],
+                env="OPENBLAS_NUM_THREADS=1")
+    assert read_results(path).command == "OPENBLAS_NUM_THREADS=1 python benchmarks/sample_bench.py --n 2"
 
 
 def test_the_mpi_library_is_read_in_a_process_of_its_own():

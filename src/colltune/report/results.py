@@ -274,11 +274,13 @@ def with_readme_results(readme: str, results: Sequence[BenchmarkResults]) -> str
 def save(script: str, directory: str | os.PathLike[str] | None, *, title: str, what: str,
          headline: Sequence[Headline], tables: Sequence[Table] = (), figures: Sequence[str] = (),
          root: bool = False, mpi: str | None = None, argv: Sequence[str] | None = None,
-         name: str | None = None) -> Path:
+         name: str | None = None, env: str = "") -> Path:
     """Write the results of the benchmark script ``script`` (its ``__file__``), run with ``argv``
     (default: this process's), into ``directory`` (default: ``benchmarks/results``) as ``NAME.json``
-    (default: the script's name); returns the path."""
+    (default: the script's name); ``env`` (``NAME=VALUE ...``) precedes the rerun command where the
+    benchmark needs it; returns the path."""
     results = BenchmarkResults(benchmark=name or Path(script).stem, title=title, what=what,
-                               command=command_line(script, argv), root=root, provenance=provenance(mpi),
+                               command=" ".join(filter(None, [env, command_line(script, argv)])), root=root,
+                               provenance=provenance(mpi),
                                headline=tuple(headline), tables=tuple(tables), figures=tuple(figures))
     return write_results(results, default_directory(script) if directory is None else directory)
