@@ -399,8 +399,7 @@ def write_results(d: Path, args: argparse.Namespace) -> None:
                 headline=headline,
                 tables=[Table(columns=("shape", "predictor", "probe (s)", "cases", "median error", "p90 error",
                                        "cells within 5 %", "regret", "papers' claims"), rows=tuple(rows))],
-                figures=figures, root=True, mpi=mpi,
-                )
+                figures=figures, root=True, mpi=mpi)
     print(f"results written to {path}")
 
 
