@@ -23,8 +23,8 @@ def small_params(alg: Algorithm, size: int, procs: int, root: int) -> dict[str, 
     """Parameters that stress the algorithm at this size: uneven segments, odd radix, forced split,
     a tree whose subtrees are not ranges of ranks."""
     choice = {"segment_size": max(1, size // 7 + 3), "radix": 3, "min_split_size": 0,
-              "edges": random_tree(procs, root, size)}
-    return {p.name: choice[p.name] for p in alg.params}
+              "edges": random_tree(procs, root, size), "leaders": 2}
+    return {p.name: choice[p.name] for p in alg.params if p.type is not str}  # levels: test_hierarchical.py
 
 
 @pytest.mark.parametrize("alg", BCASTS, ids=lambda a: a.name)
@@ -60,8 +60,14 @@ def test_verifies_random_instances(alg: Algorithm, data: st.DataObject) -> None:
             params[p.name] = data.draw(st.integers(0, 4 * size + 1), label=p.name)
         elif p.name == "edges":
             params[p.name] = random_tree(procs, root, data.draw(st.integers(0, 2**32 - 1), label="tree seed"))
+        elif p.name == "leaders":
+            params[p.name] = data.draw(st.integers(1, 4), label=p.name)
+        elif p.type is str:
+            continue  # a level's algorithm: tests/test_hierarchical.py
         else:
             raise AssertionError(f"no strategy for parameter {p.name}; add one here")
+    if alg.hierarchical:
+        params["hosts"] = tuple(data.draw(st.lists(st.integers(0, 4), min_size=procs, max_size=procs), label="hosts"))
     verify(alg.schedule(procs, root, size, **params))
 
 

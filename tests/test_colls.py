@@ -37,8 +37,9 @@ def variants(alg: Algorithm, procs: int, root: int) -> list[dict]:
     """Default parameters, plus settings that stress the algorithm: uneven segments, small windows,
     trees whose subtrees are not ranges of ranks."""
     choice = {"segment_size": [5, 12], "window": [1, 3], "switch_buffer": [0], "max_outstanding": [1, 3],
-              "edges": [random_tree(procs, root, 1), random_tree(procs, root, 2)]}
-    return [{}] + [{p.name: v} for p in alg.params for v in choice[p.name]]
+              "edges": [random_tree(procs, root, 1), random_tree(procs, root, 2)], "leaders": [2, 3]}
+    # the levels of hierarchical algorithms: tests/test_hierarchical.py
+    return [{}] + [{p.name: v} for p in alg.params if p.type is not str for v in choice[p.name]]
 
 
 def orders(alg: Algorithm) -> list[dict]:
@@ -84,8 +85,14 @@ def test_verifies_random_instances(alg: Algorithm, data: st.DataObject) -> None:
             kw[p.name] = data.draw(st.integers(0, 2 * procs * size + 1), label=p.name)
         elif p.name == "edges":
             kw[p.name] = random_tree(procs, root, data.draw(st.integers(0, 2**32 - 1), label="tree seed"))
+        elif p.name == "leaders":
+            kw[p.name] = data.draw(st.integers(1, 4), label=p.name)
+        elif p.type is str:
+            continue  # a level's algorithm: tests/test_hierarchical.py
         else:
             raise AssertionError(f"no strategy for parameter {p.name}; add one here")
+    if alg.hierarchical:
+        kw["hosts"] = tuple(data.draw(st.lists(st.integers(0, 4), min_size=procs, max_size=procs), label="hosts"))
     verify(alg.schedule(procs, root, size, **kw))
 
 
@@ -239,4 +246,4 @@ def test_commutative_only_algorithms_refuse_order() -> None:
     with pytest.raises(ParameterError, match="needs a commutative operation"):
         ring.schedule(4, 0, 16, op="sum", dtype="int32", commutative=False)
     assert sorted((a.collective, a.name) for a in REGISTRY if a.needs_commutative) == [
-        ("allreduce", "ring"), ("reduce", "given_tree")]
+        ("allreduce", "hierarchical"), ("allreduce", "ring"), ("reduce", "given_tree"), ("reduce", "hierarchical")]

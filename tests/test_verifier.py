@@ -153,16 +153,22 @@ def test_copy_moves_symbolic_data() -> None:
 BCASTS = REGISTRY.select("bcast")
 
 
-MUTATION_PARAMS = {"segment_size": 3, "min_split_size": 0, "radix": 3, "edges": lambda root: random_tree(6, root, 3)}
+MUTATION_PARAMS = {"segment_size": 3, "min_split_size": 0, "radix": 3, "edges": lambda root: random_tree(6, root, 3),
+                   "leaders": 2}
+#: Hosts of the hierarchical algorithms' mutated schedules: uneven, interleaved.
+MUTATION_HOSTS = (0, 1, 0, 1, 2, 0)
 
 
 def _mutable_schedule(alg, root: int = 1):
-    """A small schedule on which every op matters: short segments, split messages."""
+    """A small schedule on which every op matters: short segments, split messages; the levels
+    of a hierarchical one run their defaults on uneven, interleaved hosts."""
     params = {}
     for p in alg.params:
+        if p.type is str:
+            continue
         value = MUTATION_PARAMS[p.name]
         params[p.name] = value(root) if callable(value) else value
-    return alg.schedule(6, root, 10, **params)
+    return alg.schedule(6, root, 10, hosts=MUTATION_HOSTS if alg.hierarchical else None, **params)
 
 
 

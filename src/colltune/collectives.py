@@ -59,6 +59,12 @@ class Problem:
     ``commutative=False`` asks for the order ``x_0 op x_1 op ... op x_{P-1}`` to be kept (the
     named operations are all commutative; a user's MPI operation need not be).  Other
     collectives take no op or dtype; unrooted ones have root 0.
+
+    ``hosts``, where known, says which ranks share a host (a node of a cluster): ``hosts[r]`` is a
+    label of rank r's host, equal for ranks that share it (any integers; two ranks of one label
+    talk through shared memory).  ``None`` knows nothing of hosts, which algorithms read as one
+    rank per host.  Only the hierarchical algorithms (:mod:`colltune.algorithms.hierarchical`)
+    read it.
     """
 
     collective: str
@@ -68,6 +74,7 @@ class Problem:
     op: str | None = None
     dtype: str | None = None
     commutative: bool = True
+    hosts: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         coll = get_collective(self.collective)
@@ -81,6 +88,15 @@ class Problem:
             raise ParameterError(f"procs must be an integer >= 1, got {self.procs!r}")
         if not 0 <= self.root < self.procs:
             raise ParameterError(f"root must be a rank in 0..{self.procs - 1}, got {self.root!r}")
+        if self.hosts is not None:
+            try:
+                hosts = tuple(operator.index(h) for h in self.hosts)
+            except TypeError:
+                raise ParameterError(f"hosts must be integer labels, one per rank, got {self.hosts!r}") from None
+            if len(hosts) != self.procs:
+                raise ParameterError(f"hosts must give one host label per rank: {len(hosts)} labels "
+                                     f"for {self.procs} ranks")
+            object.__setattr__(self, "hosts", hosts)
         if self.size < 0:
             raise ParameterError(f"size must be a whole number of bytes >= 0, got {self.size!r}")
         if not coll.rooted:

@@ -59,6 +59,9 @@ class Algorithm:
     builder: Builder = field(repr=False)
     model: type[pydantic.BaseModel] = field(repr=False)
     needs_commutative: bool = False
+    #: Reads the problem's hosts (:mod:`colltune.algorithms.hierarchical`): its levels name other
+    #: algorithms, and it differs from a flat algorithm only where some host has several ranks.
+    hierarchical: bool = False
 
     @property
     def summary(self) -> str:
@@ -83,10 +86,12 @@ class Algorithm:
                                  f"{err['msg']}") from None
 
     def schedule(self, procs: int, root: int = 0, size: int = 0, *, op: str | None = None, dtype: str | None = None,
-                 commutative: bool = True, **params: Any) -> Schedule:
+                 commutative: bool = True, hosts: tuple[int, ...] | None = None, **params: Any) -> Schedule:
         """Build the schedule for ``procs`` ranks, ``root`` and ``size`` bytes (per block; see
-        :mod:`colltune.collectives`); reductions also take ``op``, ``dtype`` and ``commutative``."""
-        problem = Problem(self.collective, procs, root, size, op=op, dtype=dtype, commutative=commutative)
+        :mod:`colltune.collectives`); reductions also take ``op``, ``dtype`` and ``commutative``;
+        ``hosts`` labels each rank's host (:class:`~colltune.collectives.Problem`)."""
+        problem = Problem(self.collective, procs, root, size, op=op, dtype=dtype, commutative=commutative,
+                          hosts=hosts)
         return self.schedule_for(problem, **params)
 
     def schedule_for(self, problem: Problem, **params: Any) -> Schedule:
@@ -104,6 +109,8 @@ class Algorithm:
                 "size": problem.size, "params": values}
         if problem.op is not None:
             meta.update(op=problem.op, dtype=problem.dtype, commutative=problem.commutative)
+        if problem.hosts is not None:
+            meta["hosts"] = list(problem.hosts)
         return b.build(meta)
 
     def as_dict(self) -> dict[str, Any]:
@@ -121,14 +128,15 @@ class Registry:
 
     def register(self, collective: str, name: str, *, source: str, params: tuple[Param, ...] = (),
                  constraints: str = ANY_SHAPE, doc: str | None = None, aliases: tuple[str, ...] = (),
-                 needs_commutative: bool = False) -> Callable[[Builder], Builder]:
+                 needs_commutative: bool = False, hierarchical: bool = False) -> Callable[[Builder], Builder]:
         """Decorator: register ``builder`` as ``collective``/``name``.
 
         ``doc`` overrides the builder's docstring (for one builder registered
         under several names with different parameters); ``aliases`` are short
         names that :meth:`get` also accepts; ``needs_commutative`` marks a
         reduction that combines contributions out of rank order (the others are
-        verified to keep the order, so they serve non-commutative operations).
+        verified to keep the order, so they serve non-commutative operations); ``hierarchical``
+        marks a composition of levels over the problem's hosts.
         """
         get_collective(collective)
 
@@ -149,7 +157,7 @@ class Registry:
             if needs_commutative and not get_collective(collective).reduces:
                 raise ValueError(f"{collective}/{name}: only reductions can need a commutative operation")
             self._algs[key] = Algorithm(collective, name, text, source, tuple(params), constraints, tuple(aliases),
-                                        builder, model, needs_commutative)
+                                        builder, model, needs_commutative, hierarchical)
             for alias in aliases:
                 self._aliases[(collective, alias)] = name
             return builder

@@ -61,6 +61,8 @@ def price_cells(models: Models, procs: int, networks: Sequence[str], sizes: Sequ
     of that model's cells."""
     prices: Prices = {net: {} for net in networks}
     for alg in REGISTRY:
+        if alg.hierarchical:
+            continue  # as the flat algorithm of its network level on one rank per host
         for size in (0,) if get_collective(alg.collective).synchronizes else sizes:
             try:
                 schedule = alg.schedule(procs, 0, size)

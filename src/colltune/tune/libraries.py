@@ -95,6 +95,7 @@ def openmpi_rule_problem(collective: str, number: int, promises: Promises | None
 
 
 _O = OpenMPIAlgorithm
+_NOT_TUNED = "coll/tuned has no hierarchical algorithm; this is its network level's default"
 _ONLY_LINEAR = "Open MPI's basic linear algorithm"
 OPENMPI: dict[tuple[str, str], OpenMPIAlgorithm] = {
     ("bcast", "flat_tree"): _O(1, "basic_linear"),
@@ -149,6 +150,10 @@ OPENMPI: dict[tuple[str, str], OpenMPIAlgorithm] = {
     ("barrier", "dissemination"): _O(4, "bruck"),
     ("barrier", "tree"): _O(6, "tree"),
     ("barrier", "recursive_doubling"): _O(3, "recursive_doubling"),
+    **{(c, "hierarchical"): _O(n, name, False, _NOT_TUNED) for c, n, name in (
+        ("bcast", 6, "binomial"), ("scatter", 2, "binomial"), ("gather", 2, "binomial"), ("allgather", 4, "ring"),
+        ("alltoall", 2, "pairwise"), ("reduce", 5, "binomial"), ("allreduce", 3, "recursive_doubling"),
+        ("barrier", 4, "bruck"))},
 }
 
 _M = MPICHAlgorithm
@@ -162,6 +167,8 @@ _KARY = {"tree_type": "kary", "is_non_blocking": 1, "topo_overhead": 0, "topo_di
          "topo_diff_switches": 0, "topo_same_switches": 0}
 _PIPE = {"tree_type": "kary", "is_non_blocking": 1, "recv_pre_posted": 1}
 _ONLY_BINOMIAL = "MPICH has only a binomial {} in its selection tree"
+_SMP = "MPICH's smp composition chooses the algorithm of each level itself"
+_NO_SMP = "MPICH has no hierarchical {} in its selection tree"
 MPICH: dict[tuple[str, str], MPICHAlgorithm] = {
     ("bcast", "flat_tree"): _M("tree", params={**_KARY}, k_from="procs"),
     ("bcast", "flat_tree_rendezvous"): _M("tree", False, "no rendezvous step", {**_KARY}, k_from="procs"),
@@ -215,6 +222,11 @@ MPICH: dict[tuple[str, str], MPICHAlgorithm] = {
     ("barrier", "dissemination"): _M("k_dissemination", params={"k": 2}),
     ("barrier", "tree"): _M("k_dissemination", False, "no tree barrier in the selection tree", {"k": 2}),
     ("barrier", "recursive_doubling"): _M("k_dissemination", False, "dissemination has the same rounds on 2^k ranks", {"k": 2}),
+    **{(c, "hierarchical"): _M("smp", False, _SMP) for c in ("bcast", "reduce", "allreduce", "barrier")},
+    ("scatter", "hierarchical"): _M("binomial", False, _NO_SMP.format("scatter")),
+    ("gather", "hierarchical"): _M("binomial", False, _NO_SMP.format("gather")),
+    ("allgather", "hierarchical"): _M("ring", False, _NO_SMP.format("allgather")),
+    ("alltoall", "hierarchical"): _M("pairwise", False, _NO_SMP.format("all-to-all")),
 }
 
 

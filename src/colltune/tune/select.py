@@ -169,8 +169,11 @@ REGISTRY_SPACE = RegistrySpace()
 
 def candidates(collective: str) -> list[Algorithm]:
     """The registry algorithms the tuner considers for ``collective``: all but those built for a
-    given topology (an ``edges`` parameter; ``colltune grid`` chooses those)."""
-    return [a for a in REGISTRY.select(collective) if not any(p.name == "edges" for p in a.params)]
+    given topology (an ``edges`` parameter; ``colltune grid`` chooses those) and the hierarchical
+    ones, which differ from their network level only where a host has several ranks, and which
+    the tuner does not price on a layout of hosts."""
+    return [a for a in REGISTRY.select(collective)
+            if not a.hierarchical and not any(p.name == "edges" for p in a.params)]
 
 
 def grid_sizes(max_size: int) -> list[int]:
