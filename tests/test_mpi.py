@@ -90,6 +90,21 @@ def test_failing_rank_ends_the_job(procs: int) -> None:
     assert "rank fails on purpose" in res.stderr
 
 
+@pytest.mark.parametrize(("procs", "hosts", "executor"), [
+    (1, "block:2", "compiled"), (2, "cyclic:2", "compiled"), (3, "cyclic:2", "python"), (5, "block:2", "compiled"),
+    (5, "cyclic:3", "python"), (8, "block:3", "compiled"), (8, "cyclic:2", "compiled")])
+def test_hierarchical_algorithms_match_native_on_made_up_hosts(procs: int, hosts: str, executor: str) -> None:
+    res = run_mpi("hosts_check.py", procs, timeout=300, env={"COLLTUNE_HOSTS": hosts, **EXECUTORS[executor]})
+    assert res.returncode == 0, f"stdout:\n{res.stdout}\nstderr:\n{res.stderr[-4000:]}"
+    assert f"hosts_check: P={procs} COLLTUNE_HOSTS={hosts}" in res.stdout and f"{executor} executor" in res.stdout
+
+
+def test_a_bad_hosts_setting_is_one_clear_error_on_every_rank() -> None:
+    res = run_mpi("hosts_check.py", 2, timeout=120, env={"COLLTUNE_HOSTS": "rows:2"})
+    assert res.returncode != 0
+    assert "COLLTUNE_HOSTS='rows:2': give block:K" in res.stderr
+
+
 @pytest.mark.parametrize("executor", EXECUTORS)
 @pytest.mark.parametrize("procs", PROCS)
 def test_every_other_collective_matches_native(procs: int, executor: str) -> None:

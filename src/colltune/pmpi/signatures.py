@@ -100,7 +100,7 @@ def resolve(collective: int, comm_handle: int, size: int, root: int, datatype: i
         call = Call(name, procs, me, AUTO, {}, None, None, problem, key)  # type: ignore[arg-type]
         decision = decide(call)
         if decision.algorithm != NATIVE:  # built before the ranks agree: a schedule that cannot be built is unfit
-            made = recipe(call, decision, use_compiled=True)
+            made = recipe(call, decision, use_compiled=True, hosts=state.hosts)
     except ColltuneError as exc:
         error = str(exc)
     try:

@@ -116,7 +116,7 @@ def plan(collective: str, *buffers: Any, root: int = 0, comm: MPI.Comm | None = 
         error = str(exc)
     agree(state.dup, error, decision.signature if decision else None)
     assert call is not None and decision is not None
-    made = recipe(call, decision, use_compiled=executor != "python")
+    made = recipe(call, decision, use_compiled=executor != "python", hosts=state.hosts)
     runner, keep = make_runner(made, state, call.bound, shared=False)
     return Plan(state, collective, decision, made.executor, runner, (call.bound, keep))
 
@@ -155,7 +155,7 @@ def _once(collective: str, buffers: tuple[Any, ...], root: Any, comm: Any, algor
         agree(state.dup, error, decision.signature if decision else None)
         assert call is not None and decision is not None
         if entry is None or (entry.recipe.algorithm, entry.recipe.params) != (decision.algorithm, decision.params):
-            entry = state.add(lambda group: _entry(call, decision, group))
+            entry = state.add(lambda group: _entry(call, decision, group, state.hosts))
     assert call is not None
     if entry.auto and state.tick_auto(auto_units(call.problem.size)):
         _once(collective, buffers, root, comm, algorithm, op, params)  # the table changed: decide again
@@ -174,8 +174,8 @@ def _once(collective: str, buffers: tuple[Any, ...], root: Any, comm: Any, algor
         runner.release()
 
 
-def _entry(call: Call, decision: Decision, group: int) -> Entry:
-    return Entry(call.key, recipe(call, decision, use_compiled=True), group, decision.table_file,
+def _entry(call: Call, decision: Decision, group: int, hosts: tuple[int, ...]) -> Entry:
+    return Entry(call.key, recipe(call, decision, use_compiled=True, hosts=hosts), group, decision.table_file,
                  decision.table_version)
 
 

@@ -10,7 +10,7 @@ executor, through mpi4py otherwise.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -68,13 +68,16 @@ class Recipe:
         return "compiled" if self.compiled else "python"
 
 
-def recipe(call: Call, decision: Decision, use_compiled: bool) -> Recipe:
-    """The recipe of a decided call on this rank (builds the schedule, compiles this rank's part)."""
+def recipe(call: Call, decision: Decision, use_compiled: bool, hosts: tuple[int, ...] | None = None) -> Recipe:
+    """The recipe of a decided call on this rank (builds the schedule, compiles this rank's part);
+    a hierarchical algorithm reads ``hosts``, each rank's host label."""
     use_compiled = use_compiled and compiled.ENGINE is not None
     made = Recipe(call.collective, decision.algorithm, decision.params, call.problem, use_compiled)
     if decision.algorithm == NATIVE:
         return made
-    schedule = REGISTRY.get(call.collective, decision.algorithm).schedule_for(call.problem, **decision.params)
+    alg = REGISTRY.get(call.collective, decision.algorithm)
+    problem = replace(call.problem, hosts=hosts) if alg.hierarchical else call.problem
+    schedule = alg.schedule_for(problem, **decision.params)
     if use_compiled:
         made.program = compiled.program(schedule, call.me)
     else:

@@ -52,6 +52,7 @@ import numpy as np
 from mpi4py import MPI
 
 from colltune.runtime import compiled
+from colltune.runtime.hosts import host_labels
 
 #: Signatures kept per communicator (see the module docstring).
 MAX_SIGNATURES = 64
@@ -106,6 +107,9 @@ class CommState:
 
     def __init__(self, comm: MPI.Comm):
         self.dup = comm.Dup()
+        #: Each rank's host label (:func:`colltune.runtime.hosts.host_labels`), for the
+        #: hierarchical algorithms.
+        self.hosts = host_labels(self.dup)
         self.full_check = os.environ.get(CHECK_ENV, "").strip().lower() == "full"
         engine = compiled.ENGINE
         self.cache = (engine.cache(comm.handle, self.dup.handle, self.full_check, MAX_BINDINGS, TABLE_RECHECK_UNITS)
