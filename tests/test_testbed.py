@@ -18,6 +18,7 @@ from helpers import run_bounded
 
 from colltune import testbed
 from colltune.cli import main
+from colltune.errors import ColltuneError
 from colltune.sim import read_topology, star
 
 HERE = Path(__file__).parent / "mpi"
@@ -121,6 +122,26 @@ def test_every_broadcast_is_bit_exact_across_the_hosts(bed):
 
 
 @needs_root
+@pytest.mark.parametrize("placement", ["block", "round-robin"])
+def test_ranks_of_a_host_share_memory_and_its_link(bed, placement):
+    """2 hosts x 2 ranks: the topology file places the ranks by block; the job places them as
+    asked; two ranks of one host move data far faster than the 100 Mbit/s link, two of different
+    hosts at its rate; colltune finds the hosts (MPI_Comm_split_type) and every hierarchical
+    algorithm is bit-exact across them."""
+    res = bed("--hosts", "2", "--ranks-per-host", "2", "--link", "100Mbit")
+    assert res.returncode == 0, res.stderr
+    topology = read_topology(testbed.topology_file(NAME))
+    assert topology.hosts == ("h0", "h0", "h1", "h1") and topology.ranks_per_host == 2
+    same, other = ("0-1", "0-2") if placement == "block" else ("0-2", "0-1")
+    rates = {pair: bandwidth("pairs", pair, run=("--placement", placement))["total"] for pair in (same, other)}
+    assert rates[same] > 400 and 85 <= rates[other] <= 100, rates
+    run = colltune("testbed", "run", "--name", NAME, "--placement", placement, "--", sys.executable, "-m", "mpi4py",
+                   str(HERE / "hosts_check.py"), timeout=600)
+    assert run.returncode == 0, f"stdout:\n{run.stdout}\nstderr:\n{run.stderr[-3000:]}"
+    assert "hosts_check: P=4 2 hosts" in run.stdout
+
+
+@needs_root
 def test_a_failure_half_way_through_up_leaves_nothing(monkeypatch):
     calls = {"n": 0}
     real = testbed.net._run
@@ -166,3 +187,17 @@ def test_a_missing_program_is_named_with_its_package(monkeypatch):
 def test_bad_rates_are_rejected():
     out = CliRunner().invoke(main, ["testbed", "up", "--hosts", "2", "--link", "fast"])
     assert out.exit_code == 2 and "is not a rate" in out.output
+
+
+def test_ranks_are_placed_on_hosts_by_block_or_round_robin():
+    topology = star(3, 1e6)
+    block, spread = topology.placed(2), topology.placed(2, "round-robin")
+    assert block.hosts == ("h0", "h0", "h1", "h1", "h2", "h2") and block.ranks_per_host == 2
+    assert spread.hosts == ("h0", "h1", "h2", "h0", "h1", "h2") and spread.host_names == ("h0", "h1", "h2")
+    assert block.placed(1).hosts == topology.hosts
+    with pytest.raises(ColltuneError, match="placement 'diagonal'"):
+        topology.placed(2, "diagonal")
+    with pytest.raises(ColltuneError, match="at least 1"):
+        topology.placed(0)
+    out = CliRunner().invoke(main, ["testbed", "run", "--placement", "diagonal", "--", "true"])
+    assert out.exit_code == 2 and "diagonal" in out.output

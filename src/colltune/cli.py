@@ -48,6 +48,7 @@ from colltune.sim import calls as sim_calls
 from colltune.sim.calls import steady_call
 from colltune.sim.goal import goal_lines, read_goal, write_goal
 from colltune.sim.network import on_topology, topology_for
+from colltune.sim.topology import PLACEMENTS
 from colltune.sim.trace import write_trace
 from colltune.tune.cli import bench_cmd, tune_cmd
 from colltune.tune.export import libraries_markdown
@@ -775,7 +776,8 @@ def testbed_group() -> None:
     """An emulated cluster on this machine: namespaces, shaped links, switch trees (needs root)."""
 
 
-@example('colltune testbed up --hosts 8 --topology tree:2 --link 100Mbit --uplink 100Mbit')
+@example('colltune testbed up --hosts 8 --topology tree:2 --link 100Mbit --uplink 100Mbit',
+         'colltune testbed up --hosts 4 --ranks-per-host 2 --link 100Mbit')
 @testbed_group.command("up")
 @click.option("--hosts", "-n", "hosts", required=True, type=click.IntRange(min=1), help="Number of hosts.")
 @click.option("--topology", "shape", default="star", show_default=True, metavar="star|tree:K|binary|FILE",
@@ -792,9 +794,11 @@ def testbed_group() -> None:
 @click.option("--tcp", "congestion", default=testbed.net.TCP_CONGESTION, show_default=True, metavar="NAME",
               help="TCP congestion control of every host (one of the kernel's "
                    "tcp_available_congestion_control); the default is Linux's, whatever this machine uses.")
+@click.option("--ranks-per-host", "per_host", default=1, show_default=True, type=click.IntRange(min=1),
+              help="Ranks on each host: they share its link and talk through shared memory.")
 @click.option("--name", default="colltune", show_default=True, help="The testbed's name.")
 def testbed_up_cmd(hosts: int, shape: str, link: str, uplinks: tuple[str, ...], queue: str, burst: str | None,
-                   congestion: str, name: str) -> None:
+                   congestion: str, per_host: int, name: str) -> None:
     """Create the testbed and write its topology (the simulator's format)."""
     rate = _rate(link, "--link")
     ups = [_rate(u, "--uplink") for u in uplinks]
@@ -812,8 +816,10 @@ def testbed_up_cmd(hosts: int, shape: str, link: str, uplinks: tuple[str, ...], 
             topology = binary_tree(hosts, TreeLevels(b=tuple(levels)))
         else:
             topology = read_topology(shape)
-            if topology.procs != hosts:
-                raise click.BadParameter(f"{shape} places {topology.procs} hosts, not {hosts}", param_hint="--hosts")
+            if len(topology.host_names) != hosts:
+                raise click.BadParameter(f"{shape} places ranks on {len(topology.host_names)} hosts, not {hosts}",
+                                         param_hint="--hosts")
+        topology = topology.placed(per_host)
         path = testbed.up(topology, name, parse_bytes(queue),
                           testbed.net.BURST if burst is None else parse_bytes(burst), congestion)
     except ColltuneError as exc:
@@ -821,20 +827,26 @@ def testbed_up_cmd(hosts: int, shape: str, link: str, uplinks: tuple[str, ...], 
     click.echo(f"testbed {name} is up: {topology.description}, TCP {congestion}; topology written to {path}")
 
 
-@example('colltune testbed run -- python -m colltune probe -o p.json')
+@example('colltune testbed run -- python -m colltune probe -o p.json',
+         'colltune testbed run --placement round-robin -- ./app')
 @testbed_group.command("run", context_settings={"ignore_unknown_options": True})
 @click.option("--mpi", type=click.Choice(["mpich", "openmpi"]), default="mpich", show_default=True,
               help="The MPI library whose launcher starts the job (the command must use the same library).")
 @click.option("--mpiexec", "launcher", type=click.Path(dir_okay=False),
               help="Its launcher [default: mpich's mpiexec beside this Python; Open MPI's mpirun on PATH].")
 @click.option("--name", default="colltune", show_default=True, help="The testbed's name.")
-@click.option("--procs", "-n", type=click.IntRange(min=1), help="Ranks [default: one per host].")
+@click.option("--procs", "-n", type=click.IntRange(min=1), help="Ranks [default: the testbed's ranks per host on "
+                                                                      "every host].")
+@click.option("--placement", type=click.Choice(PLACEMENTS), default="block", show_default=True,
+              help="block: rank r on host r // (ranks per host); round-robin: rank r on host r mod (hosts).")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def testbed_run_cmd(mpi: str, launcher: str | None, name: str, procs: int | None, command: tuple[str, ...]) -> None:
-    """Run an MPI job with one rank per host, TCP between hosts: colltune testbed run -- COMMAND ..."""
+def testbed_run_cmd(mpi: str, launcher: str | None, name: str, procs: int | None, placement: str,
+                    command: tuple[str, ...]) -> None:
+    """Run an MPI job on the testbed's hosts, TCP between hosts, shared memory within one:
+    colltune testbed run -- COMMAND ..."""
     try:
         testbed.net.require_root()
-        cmd, env = testbed.mpiexec_command(name, list(command), procs, mpi, launcher)
+        cmd, env = testbed.mpiexec_command(name, list(command), procs, mpi, launcher, placement)
     except ColltuneError as exc:
         raise click.UsageError(str(exc)) from None
     sys.exit(subprocess.run(cmd, env=env, check=False).returncode)

@@ -63,6 +63,10 @@ def _by_size(table: SizeTable | None, size: np.ndarray, otherwise: float) -> np.
     return np.interp(np.log2(np.maximum(size, 1.0)), at, value)
 
 
+#: How ranks are placed on hosts (:meth:`Topology.placed`).
+PLACEMENTS = ("block", "round-robin")
+
+
 class TopologyError(ColltuneError):
     """A topology file or shape that cannot be used."""
 
@@ -138,6 +142,12 @@ class Topology(BaseModel):
                                 "latency later (MPICH's sends over libfabric's tcp provider do above its eager "
                                 "threshold, which the probe measures: a send that waits for a receiver that "
                                 "makes no MPI call); None: a send completes when its flow ends")
+    shared_memory: tuple[float, float] | None = Field(
+        None, description="[latency s, bandwidth B/s]: a message between two ranks of one host takes its "
+                          "sender that many bytes over the bandwidth (it copies them into memory the host's "
+                          "ranks share) and arrives the latency after that; no link carries it "
+                          "(:meth:`Topology.memory_costs`); None: such a message costs what the endpoint "
+                          "model says of any message")
     send_hold: float = Field(
         0.0, ge=0, allow_inf_nan=False,
         description="mean of a random hold, s, added to the processor time of every send (exponential, drawn "
@@ -162,6 +172,10 @@ class Topology(BaseModel):
         if self.framing is not None and not (self.framing[0] >= 1 and self.framing[1] >= 0):
             raise ValueError(f"framing: a frame's payload must be at least 1 B and its header at least 0 B, "
                              f"not {list(self.framing)}")
+        if self.shared_memory is not None and not (self.shared_memory[0] >= 0 and self.shared_memory[1] > 0
+                                                    and all(map(math.isfinite, self.shared_memory))):
+            raise ValueError(f"shared_memory: the latency must be finite and >= 0 s and the bandwidth finite "
+                             f"and > 0 B/s, not {list(self.shared_memory)}")
         if self.duplex_streams is not None:
             streams, part = self.duplex_streams
             if not (streams > 1 and 0 < part <= 1 and math.isfinite(streams)):
@@ -301,6 +315,23 @@ class Topology(BaseModel):
         (:func:`colltune.probe.fit.fit_send_hold`) and writes it into the profile's topology."""
         return _by_size(self.message_cpu, size, 0.0)
 
+    def memory_costs(self, size: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per message of ``size`` bytes between two ranks of one host, under ``shared_memory``
+        [L, B]: ``(busy, latency)``, the time its sender copies it, m / B (s), and the time from
+        its send's start to its arrival, L + m / B (s).
+
+        The ranks of a host exchange messages through memory they share (MPICH's and Open MPI's
+        shared-memory transports): the sender copies the message into a shared buffer and the
+        receiver's copy out overlaps it in cells, so a ping-pong of m bytes takes 2 (L + m / B),
+        the copy bandwidth B and the latency L that ``colltune probe`` measures between two
+        ranks of one host.  No link carries the message: a host's ranks share its link only for
+        what leaves the host."""
+        if self.shared_memory is None:
+            raise TopologyError("this topology gives no shared_memory costs")
+        latency, bandwidth = self.shared_memory
+        busy = np.asarray(size, dtype=np.float64) / bandwidth
+        return busy, latency + busy
+
     def bursts(self) -> np.ndarray:
         """Each node's link bucket, bytes (:attr:`Node.burst`)."""
         return np.array([n.burst for n in self.nodes], dtype=np.float64)
@@ -383,6 +414,31 @@ class Topology(BaseModel):
         lat = np.array([latency[climb].sum() + latency[descend].sum() for climb, descend, _ in paths])
         top = np.array([height[t] if climb or descend else 0 for climb, descend, t in paths], dtype=np.int64)
         return lat[pair], top[pair]
+
+    @property
+    def host_names(self) -> tuple[str, ...]:
+        """The hosts that ranks are placed on, each once, in the order of their first rank."""
+        return tuple(dict.fromkeys(self.hosts))
+
+    @property
+    def ranks_per_host(self) -> int:
+        """The most ranks any host has."""
+        return max(self.hosts.count(h) for h in self.host_names)
+
+    def placed(self, ranks_per_host: int, placement: str = "block") -> Topology:
+        """This topology with ``ranks_per_host`` ranks on each of its hosts (:attr:`host_names`):
+        ``block`` puts ranks ``k h .. k h + k - 1`` on host h, ``round-robin`` rank r on host
+        ``r mod N`` (N hosts), as ``colltune testbed run --placement`` starts them."""
+        if ranks_per_host < 1:
+            raise TopologyError(f"ranks per host must be at least 1, not {ranks_per_host}")
+        if placement not in PLACEMENTS:
+            raise TopologyError(f"placement {placement!r}: valid are {', '.join(PLACEMENTS)}")
+        names = self.host_names
+        if placement == "block":
+            hosts = tuple(h for h in names for _ in range(ranks_per_host))
+        else:
+            hosts = tuple(names[r % len(names)] for r in range(len(names) * ranks_per_host))
+        return self.model_copy(update={"hosts": hosts})
 
     def first(self, procs: int) -> Topology:
         """This topology with ranks ``0 .. procs-1`` only (on the same hosts), for a job smaller

@@ -37,7 +37,7 @@ from pathlib import Path
 
 from colltune.errors import ColltuneError
 from colltune.files import write_atomic
-from colltune.sim.topology import Topology, read_topology
+from colltune.sim.topology import PLACEMENTS, Topology, read_topology
 
 #: Where testbeds keep their state (override with COLLTUNE_TESTBED_DIR).
 STATE_ROOT = Path(os.environ.get("COLLTUNE_TESTBED_DIR", "/run/colltune-testbed"))
@@ -214,10 +214,9 @@ def up(topology: Topology, name: str, queue: float, burst: int = BURST, congesti
 
 
 def _build(topology: Topology, state: State, burst: int) -> None:
-    parent, _, _, _, host_node = topology.arrays()
-    hosts = {int(v): r for r, v in enumerate(host_node)}
-    if len(hosts) != topology.procs:
-        raise TestbedError("the testbed puts one rank per host; this topology puts several ranks on one host")
+    parent = topology.arrays()[0]
+    index = {n.name: v for v, n in enumerate(topology.nodes)}
+    hosts = {index[name]: h for h, name in enumerate(topology.host_names)}  # node -> host number
     nodes = topology.nodes
     bridge = _prefix(state.name)
     state.links.append(f"{bridge}c")
@@ -344,27 +343,37 @@ def _launcher_binary(mpi: str, given: str | None) -> str:
 
 
 def mpiexec_command(name: str, command: list[str], procs: int | None = None, mpi: str = "mpich",
-                    launcher: str | None = None) -> tuple[list[str], dict[str, str]]:
-    """The command line and environment that run ``command`` with one rank per host of testbed
-    ``name`` over TCP on the shaped network (``eth0``), the launcher reaching the hosts over the
-    control links: mpich's hydra, or Open MPI's mpirun (PRRTE), whose ssh is the testbed's
-    launch script.  The hosts share this machine's cores, which Open MPI cannot see with one rank
-    per host, so its waiting ranks are told to yield the processor (``mpi_yield_when_idle``, its
-    default when it knows a node is oversubscribed) instead of spinning; MPICH yields under the
-    ``MPI_THREAD_MULTIPLE`` that mpi4py and the benchmark clients ask for."""
+                    launcher: str | None = None, placement: str = "block") -> tuple[list[str], dict[str, str]]:
+    """The command line and environment that run ``command`` on testbed ``name``: its ranks per
+    host (the topology's) on each host, or ``procs`` ranks, placed by ``placement`` (``block``:
+    rank r on host r // K; ``round-robin``: on host r mod N); TCP on the shaped network (``eth0``)
+    between hosts, shared memory between the ranks of one host, the launcher reaching the hosts
+    over the control links: mpich's hydra, or Open MPI's mpirun (PRRTE), whose ssh is the
+    testbed's launch script.  The hosts share this machine's cores, which Open MPI cannot see
+    across hosts, so its waiting ranks are told to yield the processor (``mpi_yield_when_idle``,
+    its default when it knows a node is oversubscribed) instead of spinning; MPICH yields under
+    the ``MPI_THREAD_MULTIPLE`` that mpi4py and the benchmark clients ask for."""
     state = State.load(name)
     if state is None:
         raise TestbedError(f"testbed {name!r} is not up; run colltune testbed up first")
-    hosts = list(read_topology(topology_file(name)).hosts)
+    if placement not in PLACEMENTS:
+        raise TestbedError(f"placement {placement!r}: valid are {', '.join(PLACEMENTS)}")
+    topology = read_topology(topology_file(name))
+    hosts, per_host = list(topology.host_names), topology.ranks_per_host
     binary = _launcher_binary(mpi, launcher)
     script = str(STATE_ROOT / name / "launch.sh")
-    n = str(procs or len(hosts))
+    n = str(procs or len(hosts) * per_host)
+    block = placement == "block"
     if mpi == "mpich":
         cmd = [binary, "-launcher", "ssh", "-launcher-exec", script, "-iface", f"{_prefix(name)}c",
-               "-hosts", ",".join(hosts), "-ppn", "1", "-n", n, *command]
-        env = dict(os.environ, MPIR_CVAR_NOLOCAL="1", MPICH_CH4_NETMOD="ofi", FI_PROVIDER="tcp", FI_TCP_IFACE="eth0")
+               "-hosts", ",".join(hosts), "-ppn", str(per_host if block else 1), "-n", n, *command]
+        env = dict(os.environ, MPICH_CH4_NETMOD="ofi", FI_PROVIDER="tcp", FI_TCP_IFACE="eth0")
+        if per_host == 1:
+            env["MPIR_CVAR_NOLOCAL"] = "1"
         return cmd, env
     cmd = [binary, "--prtemca", "plm_ssh_agent", script, "--prtemca", "oob_tcp_if_include", f"{CONTROL_NET}.0.0/16",
-           "--mca", "pml", "ob1", "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", f"{DATA_NET}.0.0/16",
-           "--mca", "mpi_yield_when_idle", "1", "--host", ",".join(hosts), "--map-by", "node", "-n", n, *command]
+           "--mca", "pml", "ob1", "--mca", "btl", "tcp,self" if per_host == 1 else "tcp,sm,self",
+           "--mca", "btl_tcp_if_include", f"{DATA_NET}.0.0/16",
+           "--mca", "mpi_yield_when_idle", "1", "--host", ",".join(f"{h}:{per_host}" for h in hosts),
+           "--map-by", "slot" if block else "node", "-n", n, *command]
     return cmd, dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
