@@ -98,11 +98,13 @@ from colltune.probe.choices import (
     short_cases,
 )
 from colltune.probe.cores import shift_excess
+from colltune.probe.hosts import fit_shared_memory, groups_of, host_topology, link_rate, shared_memory_rtt
 from colltune.probe.measure import Meter
 from colltune.probe.stats import derived, series, summarise, summarised
 from colltune.probe.trunks import trunk_distance, trunk_shift_time
 from colltune.profiles.format import Fit, Models, Profile, Provenance, Series, Spread
 from colltune.report.fidelity import BEST_TOLERANCE
+from colltune.runtime.hosts import host_labels
 from colltune.runtime.quiet import sleep_until
 from colltune.schedule import Schedule
 from colltune.sim import NETWORKS, Topology, topology_for
@@ -201,6 +203,8 @@ def discriminating_cases(models: Models, procs: int, errors: dict[str, float], s
     a, b = sorted(errors, key=lambda n: (errors[n], n))[:2]
     scored = []
     for alg in REGISTRY:
+        if alg.hierarchical:
+            continue  # as the flat algorithm of its network level on one rank per host
         for size in sizes:
             case = (alg.collective, alg.name, size)
             if case in done or get_collective(alg.collective).synchronizes:
@@ -291,19 +295,80 @@ def _stderr(ser: Series) -> list[float]:
 def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = None, name: str = "probe",
           topology: Topology | None = None, progress: Progress | None = None) -> Profile | None:
     """Measure the network of ``comm`` (collective: call on every rank) and return the profile on
-    rank 0 (None elsewhere).  ``topology`` (the network's, rank r on its host r, if the user knows
-    it) is kept in the profile, and the check chooses the network model carried over it.
-    ``progress`` (rank 0 only) hears what is measured as it starts."""
+    rank 0 (None elsewhere).  ``progress`` (rank 0 only) hears what is measured as it starts.
+
+    The probe finds which ranks share a host (:func:`colltune.runtime.hosts.host_labels`).  Where
+    some host has several, it times ping-pongs between two ranks of one host (shared memory's
+    latency and bandwidth, :mod:`colltune.probe.hosts`), then measures the network among one rank
+    per host (the lowest) while the others sleep, and the profile's topology places every rank on
+    its host, which its ranks share; the ranks of a job on one machine are measured as hosts of
+    their own.  ``topology`` (the network's, if the user knows it) is kept
+    in the profile, its ranks placed on the hosts the ranks run on where those are its nodes (the
+    testbed names its hosts so), else rank r on its host r; without one, the probe infers a star
+    of the hosts it found at the link rate it measured.  The check chooses the network model
+    carried over the topology."""
+    P, me = comm.Get_size(), comm.Get_rank()
+    if P < 2:
+        raise ProbeError(f"colltune probe measures between ranks: run it on at least 2 (mpiexec -n 2 or more), "
+                         f"not {P}")
+    if topology is not None and topology.procs < P:
+        raise ProbeError(f"topology {topology.name!r} places {topology.procs} ranks; the probe runs {P}")
+    labels = host_labels(comm)
+    if len(set(labels)) == 1:  # one machine: its ranks are measured as hosts of their own
+        labels = tuple(range(P))
+    groups = groups_of(labels)
+    names = tuple(comm.allgather(MPI.Get_processor_name()))
+    if topology is not None:
+        known = {n.name for n in topology.nodes}
+        topology = topology.model_copy(update={"hosts": names}) if set(names) <= known else topology.first(P)
+    if all(len(g) == 1 for g in groups):
+        return _run(comm, mode, sizes, name, topology, progress,
+                    None if topology is not None else lambda rate: host_topology(labels, rate))
+    plan = plan_for(mode, sizes)
+    within = shared_memory_rtt(comm, groups, plan.sizes, plan.reps, plan.warmup)
+    leaders = [g[0] for g in groups]
+    sub = comm.Split(0 if me in leaders else MPI.UNDEFINED, me)
+    profile = None
+    if sub != MPI.COMM_NULL:
+        given = None if topology is None else topology.model_copy(
+            update={"hosts": tuple(topology.hosts[r] for r in leaders)})
+        profile = _run(sub, mode, sizes, name, given, progress,
+                       None if topology is not None else lambda rate: host_topology(range(len(leaders)), rate))
+        sub.Free()
+    sleep_until(comm.Ibarrier())  # the ranks that lead no host sleep meanwhile
+    if me != 0:
+        return None
+    assert profile is not None and profile.topology is not None and within is not None
+    (latency, bandwidth), shared_fit = fit_shared_memory(within)
+    placed = topology.hosts if topology is not None else host_topology(labels, 1.0).hosts
+    note = (f"hosts: {len(groups)} ({', '.join(str(len(g)) for g in groups)} ranks); the network measured among "
+            f"ranks {', '.join(map(str, leaders))}, one per host; shared memory: {latency * 1e6:.2f} us and "
+            f"{bandwidth / 1e9:.2f} GB/s (ping-pongs between two ranks of one host)")
+    provenance = profile.provenance.model_copy(update={"procs": P, "hosts": names,
+                                                       "notes": (*profile.provenance.notes, note)})
+    return profile.model_copy(update={
+        "topology": profile.topology.model_copy(update={"hosts": placed, "shared_memory": (latency, bandwidth)}),
+        "measurements": {**profile.measurements, "shared_memory_rtt": within},
+        "fits": {**profile.fits, "shared_memory": shared_fit}, "provenance": provenance,
+        "description": f"measured by colltune probe ({mode}) on {P} ranks, {len(groups)} hosts"})
+
+
+def _run(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, topology: Topology | None,
+         progress: Progress | None, infer: Callable[[float], Topology] | None) -> Profile | None:
+    """:func:`_probe` with its second check released on rank 0 however it ends."""
     second = _SecondCheck(comm)
     try:
-        return _probe(comm, mode, sizes, name, topology, progress, second)
+        return _probe(comm, mode, sizes, name, topology, progress, second, infer)
     finally:
         if comm.Get_rank() == 0:
             second.release()
 
 
 def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, topology: Topology | None,
-           progress: Progress | None, second: _SecondCheck) -> Profile | None:
+           progress: Progress | None, second: _SecondCheck,
+           infer: Callable[[float], Topology] | None = None) -> Profile | None:
+    """The probe on ``comm``, one rank per host; ``infer`` makes the topology from the link rate
+    (B/s) that the first round trips measure, where none is given."""
     P = comm.Get_size()
     if P < 2:
         raise ProbeError(f"colltune probe measures between ranks: run it on at least 2 (mpiexec -n 2 or more), "
@@ -317,7 +382,7 @@ def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, to
     depth = floor_log2(P)
     shared = topology is not None and topology.cores is not None and P > topology.cores
     across = None if topology is None else trunk_distance(topology.first(P))
-    many = topology is not None and P > 2
+    many = (topology is not None or infer is not None) and P > 2
     total = 16 + 2 * depth + P // 2 + shared + (across is not None) + many  # the step() calls below
     steps = iter(range(total))
 
@@ -341,6 +406,19 @@ def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, to
     step("round trips between ranks 0 and 1")
     meter.pace(max(plan.sizes))  # also warms the path up before anything is recorded
     sweep("rtt", plan.sizes, "s", "PRTT(1, 0, s): a message and its reply", lambda s: meter.prtt(1, 0.0, s))
+    if infer is not None:
+        rate: float | str = 0.0
+        if me == 0:
+            try:
+                rate = link_rate(plan.sizes, m["rtt"].medians)
+            except ColltuneError as exc:
+                rate = str(exc)
+        rate = comm.bcast(rate)
+        if isinstance(rate, str):
+            raise ProbeError(rate)
+        topology = infer(rate)
+        notes.append(f"topology inferred: one switch, a link of {rate * 8 / 1e6:.1f} Mbit/s to every host (the "
+                     "slope of the round trips between ranks 0 and 1 over the larger half of the sizes)")
     per_size = dict(zip(plan.sizes, trains, strict=True))
     name_n = f"n = {n}" if len(set(trains)) == 1 else f"n = {n}, at most {plan.train_bytes} B of messages and n >= 2"
     step(f"send gaps (trains of {n} messages)")

@@ -323,7 +323,12 @@ def on_topology(costs: Costs, msgs: Messages, topology: Topology, back: np.ndarr
     for a send, the endpoint model's latency of an empty message from its receiver to its sender;
     0 if not given) plus the path's link latencies after its message was processed: the
     acknowledgement's way back: MPICH over libfabric's tcp provider completes a send above 128 B
-    only then, so a ring of such steps takes one more latency a step."""
+    only then, so a ring of such steps takes one more latency a step.
+
+    Where the topology gives ``shared_memory``, a message between two ranks of one host costs what
+    :meth:`~colltune.sim.topology.Topology.memory_costs` says instead of the endpoint model's
+    (which was measured over the network): its sender copies it, it arrives the shared memory's
+    latency later, its receiver only matches it, and it waits for no acknowledgement."""
     if topology.procs != msgs.procs:
         raise NetworkError(f"the topology places {topology.procs} ranks; the schedule has P = {msgs.procs}")
     src, dst = msgs.src[msgs.sends], msgs.dst[msgs.sends]
@@ -344,8 +349,17 @@ def on_topology(costs: Costs, msgs: Messages, topology: Topology, back: np.ndarr
         big = msgs.size[msgs.sends] > topology.ack_above
         waits = np.flatnonzero(msgs.sends)[big]
         ack[waits] = (0.0 if back is None else back[waits]) + path_lat[big]
-    return Costs(less_wire(costs.cs), less_wire(costs.gs), lat, cr, less_wire(costs.gr), costs.rdv, vol, topology,
-                 ack)
+    cs, gs, gr = less_wire(costs.cs), less_wire(costs.gs), less_wire(costs.gr)
+    if topology.shared_memory is not None:
+        host_node = topology.arrays()[4]
+        local = np.flatnonzero(msgs.sends)[host_node[src] == host_node[dst]]
+        if len(local):
+            busy, arrive = topology.memory_costs(msgs.size[local])
+            cs[local], gs[local], lat[local], cr[local], gr[local] = busy, busy, arrive, 0.0, 0.0
+            vol[local] = 0.0
+            if ack is not None:
+                ack[local] = -1.0
+    return Costs(cs, gs, lat, cr, gr, costs.rdv, vol, topology, ack)
 
 
 def local_costs(schedule: Schedule, params: ParamSet) -> np.ndarray:

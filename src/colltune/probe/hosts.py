@@ -1,0 +1,99 @@
+"""The hosts of a probed job: which ranks share one, what a message between two of them costs,
+and the topology the probe infers where it is given none.
+
+A cluster's node runs many ranks, which exchange messages through memory they share and share the
+node's network link.  The probe finds the hosts with ``MPI_Comm_split_type``
+(:func:`colltune.runtime.hosts.host_labels`), times ping-pongs between two ranks of one host
+(:func:`shared_memory_rtt`), and fits a latency and a copy bandwidth to them
+(:func:`fit_shared_memory`: RTT(m) / 2 = L + m / B, by relative least squares), which the
+simulator charges every message within a host (:meth:`colltune.sim.topology.Topology.memory_costs`).
+The network is measured among one rank per host, and the ranks of a host share its link in the
+topology, where their flows share it as they do on the wire.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from mpi4py import MPI
+
+from colltune.errors import ColltuneError
+from colltune.probe.fit import nonnegative_lstsq, record
+from colltune.probe.measure import Meter
+from colltune.probe.stats import series
+from colltune.profiles.format import Fit, Series
+from colltune.runtime.quiet import sleep_until
+from colltune.sim.topology import Topology, star
+
+
+def groups_of(labels: Sequence[int]) -> list[list[int]]:
+    """The ranks of each host, ascending, hosts in the order of their lowest rank."""
+    out: dict[int, list[int]] = {}
+    for r, label in enumerate(labels):
+        out.setdefault(label, []).append(r)
+    return list(out.values())
+
+
+def host_topology(labels: Sequence[int], rate: float) -> Topology:
+    """One switch with every host of ``labels`` on a link of ``rate`` B/s each way, rank r on the
+    host of its label: the topology the probe infers from the hosts it found and the link rate it
+    measured."""
+    groups = groups_of(labels)
+    names = {r: f"h{g}" for g, ranks in enumerate(groups) for r in ranks}
+    base = star(len(groups), rate)
+    return base.model_copy(update={"name": f"star-{len(groups)}-hosts", "hosts": tuple(names[r] for r in
+                                                                                      range(len(labels))),
+                                   "description": f"inferred by colltune probe: one switch, {len(groups)} hosts "
+                                                  f"at {rate:g} B/s"})
+
+
+def link_rate(sizes: Sequence[int], rtt: Sequence[float]) -> float:
+    """The rate, B/s, of the link between two ranks: one over the slope of RTT(m) / 2 over the
+    larger half of the sizes (where the wire decides); :class:`ColltuneError` if it does not grow."""
+    m = np.asarray(sizes, dtype=np.float64)
+    t = np.asarray(rtt, dtype=np.float64) / 2
+    keep = m >= np.median(m)
+    if keep.sum() < 2:
+        keep = m >= 0
+    slope = np.polyfit(m[keep], t[keep], 1)[0]
+    if not slope > 0:
+        raise ColltuneError("the round trips between ranks 0 and 1 do not grow with the message size, so the probe "
+                            "cannot tell the link's rate; give the network with --topology")
+    return float(1 / slope)
+
+
+def shared_memory_rtt(comm: MPI.Comm, groups: list[list[int]], sizes: Sequence[int], reps: int,
+                      warmup: int) -> Series | None:
+    """Round trips (s) between the two lowest ranks of the first host that has two, at ``sizes``
+    (collective; the series on rank 0, None elsewhere).  The other ranks wait, sleeping."""
+    a, b = next(g[:2] for g in groups if len(g) > 1)
+    me = comm.Get_rank()
+    pair = comm.Split(0 if me in (a, b) else MPI.UNDEFINED, me)
+    samples = None
+    if pair != MPI.COMM_NULL:
+        meter = Meter(pair, reps, warmup)
+        samples = [meter.prtt(1, 0.0, s) for s in sizes]
+        pair.Free()
+    if a != 0:
+        if me == a:
+            comm.send(samples, 0, tag=77)
+        elif me == 0:
+            samples = comm.recv(source=a, tag=77)
+    sleep_until(comm.Ibarrier())
+    if me != 0:
+        return None
+    return series("s", "bytes", sizes, samples, f"PRTT(1, 0, s) between ranks {a} and {b}, which share a host")
+
+
+def fit_shared_memory(rtt: Series) -> tuple[tuple[float, float], Fit]:
+    """``(latency s, bandwidth B/s)`` of shared memory from round trips within a host:
+    RTT(m) / 2 = L + m / B by relative least squares."""
+    m = np.asarray(rtt.x, dtype=np.float64)
+    t = np.asarray(rtt.medians, dtype=np.float64) / 2
+    (latency, per_byte), res = nonnegative_lstsq([np.ones_like(m), m], t)
+    if not per_byte > 0:
+        raise ColltuneError("the round trips within a host do not grow with the message size; the probe cannot "
+                            "tell shared memory's bandwidth")
+    return (float(latency), float(1 / per_byte)), record(("shared_memory_rtt",),
+                                                         "relative least squares of RTT(m)/2 on L + m / B", res)
