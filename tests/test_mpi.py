@@ -216,8 +216,11 @@ def test_quick_probe_writes_a_consistent_profile(procs: int, topology: str | Non
         assert chosen.method.count("/") == len(chosen.points) == len(chosen.x) > 0
         assert f"network models {', '.join(finalists)} would choose" in chosen.method
     assert any(note.startswith(f"default_network {profile.default_network}:") for note in prov.notes)
-    if topology is None:
-        assert profile.topology is None
+    if topology is None:  # inferred: a star of the ranks' hosts at the rate the round trips measured
+        inferred = profile.topology
+        assert inferred is not None and inferred.hosts == tuple(f"h{r}" for r in range(procs))
+        assert len({n.up for n in inferred.nodes if n.parent}) == 1 and inferred.shared_memory is None
+        assert any(n.startswith("topology inferred: one switch") for n in prov.notes)
     else:  # kept, and the check carried the endpoint models over it; its rto is the incast's, its
         # duplex the shifts'
         rto = models.plogpt.t_rto if any("as the incast measured it" in n for n in prov.notes) else 0.0
@@ -303,6 +306,25 @@ def test_quick_probe_writes_a_consistent_profile(procs: int, topology: str | Non
                  "duplex"):
         fit = profile.fits[name]
         assert fit.residuals and fit.rms >= 0, name
+
+
+@pytest.mark.parametrize("hosts", ["block:2", "cyclic:2"])
+def test_probe_measures_the_network_among_one_rank_per_host(hosts: str, tmp_path: Path) -> None:
+    """On hosts made up by COLLTUNE_HOSTS: shared memory between two ranks of one host, the network
+    among the hosts' lowest ranks, and a profile whose topology puts every rank on its host."""
+    out = tmp_path / "profile.json"
+    res = _launch([sys.executable, "-m", "colltune", "probe", "--quick", "-o", str(out)], 5, 240,
+                  {"COLLTUNE_HOSTS": hosts})
+    assert res.returncode == 0, f"stdout:\n{res.stdout}\nstderr:\n{res.stderr[-4000:]}"
+    profile = read_profile(out)
+    placed = ("h0", "h0", "h1", "h1", "h2") if hosts == "block:2" else ("h0", "h1", "h0", "h1", "h0")
+    assert profile.topology is not None and profile.topology.hosts == placed
+    latency, bandwidth = profile.topology.shared_memory or (0.0, 0.0)
+    assert 0 <= latency < 1e-3 and bandwidth > 1e8
+    assert profile.measurements["shared_memory_rtt"].points and profile.fits["shared_memory"].residuals
+    leaders = "0, 2, 4" if hosts == "block:2" else "0, 1"
+    assert any(n.startswith("hosts: ") and f"among ranks {leaders}, one per host" in n for n in profile.provenance.notes)
+    assert profile.provenance.procs == 5
 
 
 def test_probe_on_one_rank_is_one_clear_error(tmp_path: Path) -> None:
