@@ -5,7 +5,7 @@ A cluster's node runs many ranks, which exchange messages through memory they sh
 node's network link.  The probe finds the hosts with ``MPI_Comm_split_type``
 (:func:`colltune.runtime.hosts.host_labels`), times ping-pongs between two ranks of one host
 (:func:`shared_memory_rtt`), and fits a latency and a copy bandwidth to them
-(:func:`fit_shared_memory`: RTT(m) / 2 = L + m / B, by relative least squares), which the
+(:func:`fit_shared_memory`: RTT(m) / 2 = L + m / B), which the
 simulator charges every message within a host (:meth:`colltune.sim.topology.Topology.memory_costs`).
 The network is measured among one rank per host, and the ranks of a host share its link in the
 topology, where their flows share it as they do on the wire.
@@ -19,7 +19,7 @@ import numpy as np
 from mpi4py import MPI
 
 from colltune.errors import ColltuneError
-from colltune.probe.fit import nonnegative_lstsq, record
+from colltune.probe.fit import record
 from colltune.probe.measure import Meter
 from colltune.probe.stats import series
 from colltune.profiles.format import Fit, Series
@@ -48,7 +48,7 @@ def host_topology(labels: Sequence[int], rate: float) -> Topology:
                                                   f"at {rate:g} B/s"})
 
 
-def link_rate(sizes: Sequence[int], rtt: Sequence[float]) -> float:
+def link_rate(sizes: Sequence[float], rtt: Sequence[float]) -> float:
     """The rate, B/s, of the link between two ranks: one over the slope of RTT(m) / 2 over the
     larger half of the sizes (where the wire decides); :class:`ColltuneError` if it does not grow."""
     m = np.asarray(sizes, dtype=np.float64)
@@ -87,13 +87,19 @@ def shared_memory_rtt(comm: MPI.Comm, groups: list[list[int]], sizes: Sequence[i
 
 
 def fit_shared_memory(rtt: Series) -> tuple[tuple[float, float], Fit]:
-    """``(latency s, bandwidth B/s)`` of shared memory from round trips within a host:
-    RTT(m) / 2 = L + m / B by relative least squares."""
+    """``(latency s, bandwidth B/s)`` of shared memory from round trips within a host: the latency
+    is half the round trip of the smallest size, the bandwidth one over the slope of RTT(m) / 2
+    over the larger half of the sizes (:func:`link_rate`), where the copies decide.  A fit of both
+    by relative least squares weighs the small sizes, whose times the latency decides, and on
+    this machine put the bandwidth ten times above what a 1 MiB ping-pong moves."""
     m = np.asarray(rtt.x, dtype=np.float64)
-    t = np.asarray(rtt.medians, dtype=np.float64) / 2
-    (latency, per_byte), res = nonnegative_lstsq([np.ones_like(m), m], t)
-    if not per_byte > 0:
+    t = np.asarray(rtt.medians, dtype=np.float64)
+    try:
+        bandwidth = link_rate(m, t)
+    except ColltuneError:
         raise ColltuneError("the round trips within a host do not grow with the message size; the probe cannot "
-                            "tell shared memory's bandwidth")
-    return (float(latency), float(1 / per_byte)), record(("shared_memory_rtt",),
-                                                         "relative least squares of RTT(m)/2 on L + m / B", res)
+                            "tell shared memory's bandwidth") from None
+    latency = float(t[np.argmin(m)] / 2)
+    return (latency, bandwidth), record(("shared_memory_rtt",), "latency: RTT(smallest)/2; bandwidth: 1 / the slope "
+                                        "of RTT(m)/2 over the larger half of the sizes",
+                                        t / 2 - (latency + m / bandwidth))
