@@ -340,3 +340,32 @@ def test_a_block_over_many_process_counts_exports_compactly_or_not_at_all():
         mpich_json(wide)
     with pytest.raises(TableError, match="writes once per process count"):
         openmpi_rules(wide)
+
+
+def test_the_tuner_prices_hierarchical_algorithms_on_the_profiles_hosts():
+    """A profile whose topology puts 2 ranks on each of 4 hosts, round-robin: the simulator
+    prices the hierarchical algorithms on those hosts (a broadcast crossing each host's link once
+    beats a binomial tree that crosses it twice), and the tuner considers them at P = 8 only,
+    where hosts are shared, searching one parameter at a time."""
+    from colltune.sim import star
+    from colltune.tune import SimPricer
+    from colltune.tune.select import RegistrySpace, space_on
+
+    profile = load_profile("builtin:ethernet-10g-tcp")
+    topology = star(4, 12.5e6).placed(2, "round-robin").model_copy(update={"shared_memory": (2e-6, 5e9)})
+    assert topology.host_labels() == (0, 1, 2, 3, 0, 1, 2, 3) and topology.shares_hosts()
+    assert not topology.shares_hosts(4) and not star(3, 1e6).placed(2).first(2).shares_hosts()
+    space = space_on(topology, [2, 4, 8])
+    assert space == RegistrySpace(frozenset({8}))
+    assert "hierarchical" in space.names("bcast") and "hierarchical" not in space_on(None, [8]).names("bcast")
+    assert space.combos("bcast", "hierarchical", 4, 1024) == []
+    combos = space.combos("bcast", "hierarchical", 8, 1 << 19)
+    assert {c.get("inter") for c in combos} >= {None, "chain", "scatter_ring_allgather"}
+    assert all(len(c) <= 1 for c in combos)  # one parameter at a time from the defaults
+    pricer = SimPricer(profile.params("hockney"), "hockney", topology)
+    flat, _ = pricer.price("bcast", "binomial_tree", 8, 1 << 19, {})
+    hier, _ = pricer.price("bcast", "hierarchical", 8, 1 << 19, {})
+    assert hier < 0.7 * flat
+    table = build_table(pricer, "simulate", ["bcast"], [8], 1 << 19,
+                        Provenance(source="tests"), space=space)
+    assert table.lookup("bcast", 8, 1 << 19)[0] == "hierarchical"

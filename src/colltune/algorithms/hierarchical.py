@@ -41,7 +41,7 @@ LEADERS = Param("leaders", int, 1, "leaders per host; part i of the message cros
 
 
 def _level(name: str, collective: str, default: str, what: str) -> Param:
-    return Param(name, str, default, f"the {collective} algorithm {what}")
+    return Param(name, str, default, f"the {collective} algorithm {what}", level=collective)
 
 
 def _parts(problem: Problem, leaders: int, segment_size: int) -> list[list[tuple[int, int]]]:

@@ -178,14 +178,20 @@ class Levels:
         return embed(self.b, sub, ranks, place, self.scratch, after, band)
 
 
-def check_level(collective: str, algorithm: str, role: str) -> None:
-    """One clear error unless ``algorithm`` is a registered ``collective`` algorithm that a level
-    can run (with its default parameters, on any number of ranks: not hierarchical itself, not
-    built for a given tree)."""
+def level_algorithms(collective: str) -> list[str]:
+    """The registered ``collective`` algorithms a level can run (with their default parameters,
+    on any number of ranks: not hierarchical themselves, not built for a given tree)."""
     from colltune.algorithms.registry import REGISTRY
 
-    names = [a.name for a in REGISTRY.select(collective) if a.hierarchical is False and
-             not any(p.name == "edges" for p in a.params)]
+    return [a.name for a in REGISTRY.select(collective) if a.hierarchical is False and
+            not any(p.name == "edges" for p in a.params)]
+
+
+def check_level(collective: str, algorithm: str, role: str) -> None:
+    """One clear error unless ``algorithm`` is one of :func:`level_algorithms`."""
+    from colltune.algorithms.registry import REGISTRY
+
+    names = level_algorithms(collective)
     name = REGISTRY.get(collective, algorithm).name if algorithm in REGISTRY.names(collective, aliases=True) else None
     if name not in names:
         raise ParameterError(f"{role}={algorithm!r} is not a {collective} algorithm a level can run; "

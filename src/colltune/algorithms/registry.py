@@ -39,6 +39,8 @@ class Param:
     doc: str
     minimum: int | float | None = None
     unit: str = ""
+    #: For a level of a hierarchical algorithm: the collective whose registered algorithm it names.
+    level: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "type": self.type.__name__, "default": self.default, "minimum": self.minimum,

@@ -425,6 +425,18 @@ class Topology(BaseModel):
         """The most ranks any host has."""
         return max(self.hosts.count(h) for h in self.host_names)
 
+    def host_labels(self, procs: int | None = None) -> tuple[int, ...]:
+        """The host of each of the first ``procs`` ranks (all by default) as a number, in the order
+        of :attr:`host_names`: what a schedule's :attr:`colltune.collectives.Problem.hosts` reads."""
+        index = {name: h for h, name in enumerate(self.host_names)}
+        return tuple(index[h] for h in self.hosts[:procs])
+
+    def shares_hosts(self, procs: int | None = None) -> bool:
+        """True where the first ``procs`` ranks run on several hosts and some host has two or more
+        of them: where a hierarchical algorithm differs from both its levels."""
+        labels = self.host_labels(procs)
+        return 1 < len(set(labels)) < len(labels)
+
     def placed(self, ranks_per_host: int, placement: str = "block") -> Topology:
         """This topology with ``ranks_per_host`` ranks on each of its hosts (:attr:`host_names`):
         ``block`` puts ranks ``k h .. k h + k - 1`` on host h, ``round-robin`` rank r on host

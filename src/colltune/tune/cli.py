@@ -65,7 +65,7 @@ from colltune.tune.library_bench import (
     write_library_bench,
 )
 from colltune.tune.promises import Promises, flag
-from colltune.tune.select import REGISTRY_SPACE, RulesCheck, chain
+from colltune.tune.select import RegistrySpace, RulesCheck, chain, space_on
 from colltune.tune.targets import TARGETS
 from colltune.tune.warmup import NETWORK_WARMUP
 from colltune.units import parse_bytes, parse_int_list, parse_size_list
@@ -206,10 +206,12 @@ def _tune_offline(profile_spec: str | None, method: str, model: str | None, coll
         with Progress(TextColumn("{task.description:<30}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=Console(stderr=True), transient=True) as bar:
             task = bar.add_task(f"tuning ({method})", total=total)
+            space = space_on(profile.topology, procs_list) if method == "simulate" and target == "colltune" \
+                else None
             return build_table(pricer, method, colls, procs_list, largest, provenance,  # type: ignore[arg-type]
                                model=name, profile=profile.name, time_unit=profile.time_unit,
                                native=NATIVE_SOURCE, progress=lambda: bar.advance(task), library=target,
-                               promises=promises)
+                               promises=promises, space=space)
     except ColltuneError as exc:
         raise click.UsageError(str(exc)) from None
 
@@ -286,7 +288,7 @@ def _tune_measure(colls: list[str], procs: str | None, max_size: str | None, rep
             table = build_table(pricer, "measure", colls, [size], largest, provenance,
                                 native="the MPI library's own collective, timed", resolution=MEASURE_RESOLUTION,
                                 tolerance=MEASURE_TOLERANCE, library=target, promises=promises,
-                                space=None if forcer is None else LibrarySpace(target, promises),
+                                space=_job_space(comm, size) if forcer is None else LibrarySpace(target, promises),
                                 check=_checks(comm, target, pricer, reps, warmup, say, notes, warm), say=say)
         finally:
             if forcer is not None:
@@ -328,7 +330,7 @@ def _tune_hybrid(colls: list[str], procs: str | None, max_size: str | None, reps
                 timer: Any = LibraryTimer(comm, forcer, reps, warmup)
                 predictor = LibraryPricer(predictor, target)
             else:
-                space, timer = REGISTRY_SPACE, MeasurePricer(comm, reps, warmup)
+                space, timer = space_on(profile.topology, [size]), MeasurePricer(comm, reps, warmup)
             hybrid = HybridPricer(predictor, timer, space, margin, progress=say,
                                   share=lambda value: quiet_bcast(verdicts, value, poll=SHARE_POLL), leader=me == 0,
                                   always=space.library_default if forcer is not None else None)
@@ -352,6 +354,15 @@ def _tune_hybrid(colls: list[str], procs: str | None, max_size: str | None, reps
             update={"notes": (hybrid.summary(), *notes)})})
         say(hybrid.summary())
     return table if me == 0 else None
+
+
+def _job_space(comm: Any, size: int) -> RegistrySpace:
+    """colltune's algorithms to time in this job of ``size`` ranks: the hierarchical ones too where
+    it runs on several hosts and some has several ranks (collective)."""
+    from colltune.runtime.hosts import host_labels
+
+    hosts = len(set(host_labels(comm)))
+    return RegistrySpace(frozenset({size}) if 1 < hosts < size else frozenset())
 
 
 def _job_profile(comm: Any, spec: str | None, say: Callable[[str], None]) -> Profile:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from colltune.algorithms import REGISTRY, Algorithm
+from colltune.algorithms.levels import level_algorithms
 from colltune.collectives import get_collective
 from colltune.errors import ColltuneError, ParameterError
 from colltune.models import Unavailable, predict
@@ -58,6 +59,7 @@ SEARCH: dict[str, Callable[[int, int], list[Any]]] = {
     "segment_size": _segment_sizes,
     "radix": lambda procs, size: [2, 3, 4, 8],
     "max_outstanding": lambda procs, size: [1, 4, 32],
+    "leaders": lambda procs, size: [1, 2],
 }
 
 Choice = tuple[str, tuple[tuple[str, Any], ...]]
@@ -117,7 +119,8 @@ class ModelPricer:
 class SimPricer:
     """Prices by simulating the schedule on the network model ``network`` (:mod:`colltune.sim`),
     carried over ``topology`` (its first P ranks) where it places at least P ranks, and there as
-    the third of calls made back to back (:func:`colltune.sim.calls.steady_call`)."""
+    the third of calls made back to back (:func:`colltune.sim.calls.steady_call`); a hierarchical
+    algorithm on the topology's hosts."""
 
     params: ParamSet
     network: str
@@ -128,12 +131,13 @@ class SimPricer:
         if algorithm == NATIVE:
             algorithm, params = native_equivalent(collective, procs, size)
         alg = REGISTRY.get(collective, algorithm)
+        topo = topology_for(self.topology, self.network, procs)
+        hosts = topo.host_labels() if alg.hierarchical and topo is not None else None
         try:
-            schedule = alg.schedule(procs, 0, size, **params)
+            schedule = alg.schedule(procs, 0, size, hosts=hosts, **params)
         except ParameterError as exc:
             raise Unavailable(str(exc)) from None
         try:
-            topo = topology_for(self.topology, self.network, procs)
             total = steady_call(schedule, self.network, self.params, topology=topo)
         except ColltuneError as exc:
             raise Unavailable(f"{collective}/{algorithm}: {exc}") from None
@@ -151,29 +155,52 @@ class Space(Protocol):
         wins ties)."""
 
 
+@dataclass(frozen=True)
 class RegistrySpace:
-    """colltune's own algorithms (:func:`candidates`), tunable parameters searched by :data:`SEARCH`."""
+    """colltune's own algorithms (:func:`candidates`), tunable parameters searched by :data:`SEARCH`;
+    at the process counts of ``shared`` (where some host has several ranks), the hierarchical ones
+    too, their network level (``inter``) searched over every algorithm a level can run and their
+    other levels at their defaults, one parameter at a time from the defaults."""
+
+    shared: frozenset[int] = frozenset()
 
     def names(self, collective: str) -> list[str]:
-        return [a.name for a in candidates(collective)]
+        return [a.name for a in candidates(collective, bool(self.shared))]
 
     def combos(self, collective: str, name: str, procs: int, size: int) -> list[dict[str, Any]]:
         alg = REGISTRY.get(collective, name)
+        if alg.hierarchical and procs not in self.shared:
+            return []
         spaces = [[(p.name, v) for v in dict.fromkeys([p.default, *SEARCH[p.name](procs, size)])]
                   for p in alg.params if p.name in SEARCH]
-        return [dict(c) for c in itertools.product(*spaces)]
+        if not alg.hierarchical:
+            return [dict(c) for c in itertools.product(*spaces)]
+        # one parameter at a time from the defaults: the product of a level's algorithms, segment
+        # sizes and leaders would price a hundred schedules per size
+        spaces += [[(p.name, v) for v in dict.fromkeys([p.default, *level_algorithms(p.level)])]
+                   for p in alg.params if p.level is not None and p.name == "inter"]
+        out = [{}] + [dict([pair]) for space in spaces for pair in space[1:]]
+        return out
 
 
 REGISTRY_SPACE = RegistrySpace()
 
 
-def candidates(collective: str) -> list[Algorithm]:
+def space_on(topology: Topology | None, procs: Iterable[int]) -> RegistrySpace:
+    """:class:`RegistrySpace` with the hierarchical algorithms at the process counts of ``procs``
+    whose first ranks share a host of ``topology`` (a profile's)."""
+    if topology is None:
+        return REGISTRY_SPACE
+    return RegistrySpace(frozenset(p for p in procs if p <= topology.procs and topology.shares_hosts(p)))
+
+
+def candidates(collective: str, hierarchical: bool = False) -> list[Algorithm]:
     """The registry algorithms the tuner considers for ``collective``: all but those built for a
-    given topology (an ``edges`` parameter; ``colltune grid`` chooses those) and the hierarchical
-    ones, which differ from their network level only where a host has several ranks, and which
-    the tuner does not price on a layout of hosts."""
+    given topology (an ``edges`` parameter; ``colltune grid`` chooses those), and the hierarchical
+    ones only if ``hierarchical`` (where some host has several ranks; elsewhere they are their
+    network level alone)."""
     return [a for a in REGISTRY.select(collective)
-            if not a.hierarchical and not any(p.name == "edges" for p in a.params)]
+            if (hierarchical or not a.hierarchical) and not any(p.name == "edges" for p in a.params)]
 
 
 def grid_sizes(max_size: int) -> list[int]:
