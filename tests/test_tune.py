@@ -206,6 +206,11 @@ def test_tune_cli_writes_table_and_exports(tmp_path):
     assert parse_openmpi_classic((tmp_path / "r").read_text())
     assert "collective=bcast" in json.loads((tmp_path / "m.json").read_text())
     assert any("Open MPI: scatter is left" in n for n in summary["notes"])
+    # beside each export, the environment that makes its library read it
+    assert (tmp_path / "m.json.env").read_text() == (
+        f"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE={tmp_path / 'm.json'}\nMPIR_CVAR_DEVICE_COLLECTIVES=none\n")
+    assert (tmp_path / "r.env").read_text() == (
+        f"OMPI_MCA_coll_tuned_use_dynamic_rules=1\nOMPI_MCA_coll_tuned_dynamic_rules_filename={tmp_path / 'r'}\n")
 
 
 def test_tune_cli_rejects_bad_input(tmp_path):

@@ -53,7 +53,14 @@ from colltune.tune import (
     write_table,
 )
 from colltune.tune.bench import Predictor
-from colltune.tune.export import mpich_text, openmpi_json_text, openmpi_rules
+from colltune.tune.export import (
+    FORMATS,
+    environment,
+    environment_text,
+    mpich_text,
+    openmpi_json_text,
+    openmpi_rules,
+)
 from colltune.tune.hybrid import HYBRID_MARGIN, SHARE_POLL, HybridPricer
 from colltune.tune.library_bench import (
     LIBRARIES,
@@ -71,18 +78,23 @@ from colltune.tune.warmup import NETWORK_WARMUP
 from colltune.units import parse_bytes, parse_int_list, parse_size_list
 
 DEFAULT_TUNE_PROCS = "2-16,24,32,48,64"
-EXPORTS = (("openmpi_rules", "Open MPI rules"), ("openmpi_json", "Open MPI 6 JSON rules"),
-           ("mpich_json", "MPICH selection JSON"))
+
+
+def _outputs(output: str, files: dict[str, str | None]) -> list[str | None]:
+    """Every file a tune writes: the table, the exports asked for and their ``.env`` files."""
+    return [output, *files.values(), *(f"{f}.env" for f in files.values() if f)]
 
 
 def _export_files(table: DecisionTable, files: dict[str, str | None]) -> list[str]:
-    """Write the requested exports of ``table``; the notes on nearest equivalents."""
+    """Write the requested exports of ``table``, each with ``FILE.env`` beside it (the environment
+    that makes the library read it); the notes on nearest equivalents."""
     notes: list[str] = []
     makers = {"openmpi_rules": openmpi_rules, "openmpi_json": openmpi_json_text, "mpich_json": mpich_text}
     for key, path in files.items():
         if path:
             text, more = makers[key](table)
             write_atomic(path, text)
+            write_atomic(f"{path}.env", environment_text(environment(key, path)))
             notes += [n for n in more if n not in notes]
     return notes
 
@@ -185,7 +197,7 @@ def _flags(target: str, promises: Promises) -> str:
 def _tune_offline(profile_spec: str | None, method: str, model: str | None, colls: list[str], procs: str | None,
                   max_size: str | None, output: str, files: dict[str, str | None],
                   target: str, promises: Promises) -> DecisionTable:
-    problem = unwritable_any([output, *files.values()])
+    problem = unwritable_any(_outputs(output, files))
     if problem:
         raise click.UsageError(problem)
     try:
@@ -268,7 +280,7 @@ def _tune_measure(colls: list[str], procs: str | None, max_size: str | None, rep
     comm = MPI.COMM_WORLD
     me, size = comm.Get_rank(), comm.Get_size()
     say = progress_lines(me)
-    with mpi_job(comm, [output, *files.values()]) as fail:
+    with mpi_job(comm, _outputs(output, files)) as fail:
         if procs is not None and parse_int_list(procs, "--procs") != [size]:
             fail(f"--method measure tunes at the job's {size} processes; --procs {procs} differs (run mpiexec -n P, "
                  f"or drop --procs)")
@@ -312,7 +324,7 @@ def _tune_hybrid(colls: list[str], procs: str | None, max_size: str | None, reps
     comm = MPI.COMM_WORLD
     me, size = comm.Get_rank(), comm.Get_size()
     say = progress_lines(me)
-    with mpi_job(comm, [output, *files.values()]) as fail:
+    with mpi_job(comm, _outputs(output, files)) as fail:
         if procs is not None and parse_int_list(procs, "--procs") != [size]:
             fail(f"--method hybrid tunes at the job's {size} processes; --procs {procs} differs (run mpiexec -n P, "
                  f"or drop --procs)")
@@ -415,9 +427,10 @@ def _print_tune(table: DecisionTable, output: str, files: dict[str, str | None],
             t.add_row(coll, f"{b.procs_min}" if b.procs_min == b.procs_max else f"{b.procs_min}-{b.procs_max}", rules)
     con.print(t)
     con.print(f"decision table written to {output}")
-    for key, label in EXPORTS:
+    for key, label in FORMATS.items():
         if files[key]:
-            con.print(f"{label} written to {files[key]}")
+            con.print(f"{label} written to {files[key]}, the environment that makes the library read it to "
+                      f"{files[key]}.env")
     for n in notes:
         con.print(f"[dim]{n}[/dim]")
 

@@ -33,6 +33,8 @@ only the nearest equivalent (:mod:`colltune.tune.libraries`) is reported in the 
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 from typing import Any
 
 from colltune.tune.libraries import (
@@ -405,6 +407,29 @@ def mpich_text(table: DecisionTable) -> tuple[str, list[str]]:
     """:func:`mpich_json` as text."""
     tree, notes = mpich_json(table)
     return json.dumps(tree, indent=1) + "\n", notes
+
+
+#: The export formats: what each file is for.
+FORMATS = {"mpich_json": "MPICH selection JSON", "openmpi_rules": "Open MPI rules", "openmpi_json": "Open MPI 6 JSON rules"}
+
+
+def environment(kind: str, path: str | os.PathLike[str]) -> dict[str, str]:
+    """The environment that makes an MPI library read the export of ``kind`` (a key of
+    :data:`FORMATS`) written at ``path`` (made absolute, as a job may start elsewhere): MPICH's
+    selection file, and ``MPIR_CVAR_DEVICE_COLLECTIVES=none`` so that every collective goes
+    through the selection the file describes rather than the device's own; Open MPI's dynamic
+    rules on, from the file (classic rules or, for Open MPI 6, JSON)."""
+    where = str(Path(path).resolve())
+    if kind == "mpich_json":
+        return {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": where, "MPIR_CVAR_DEVICE_COLLECTIVES": "none"}
+    if kind in ("openmpi_rules", "openmpi_json"):
+        return {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1", "OMPI_MCA_coll_tuned_dynamic_rules_filename": where}
+    raise ValueError(f"unknown export format {kind!r}; valid: {', '.join(FORMATS)}")
+
+
+def environment_text(env: dict[str, str]) -> str:
+    """``env`` as a ``.env`` file: one ``NAME=VALUE`` a line, for ``env $(cat FILE.env) ./app``."""
+    return "".join(f"{name}={value}\n" for name, value in env.items())
 
 
 def openmpi_json_text(table: DecisionTable) -> tuple[str, list[str]]:

@@ -67,7 +67,7 @@ from colltune.errors import ColltuneError
 from colltune.files import parse_record, read_json, write_atomic
 from colltune.models import ParamSet
 from colltune.profiles.format import Provenance
-from colltune.tune.export import mpich_text, openmpi_rules
+from colltune.tune.export import environment, mpich_text, openmpi_rules
 from colltune.tune.forcing import openmpi_forcing_environment
 from colltune.tune.table import DecisionTable, fixed_table
 
@@ -158,12 +158,11 @@ def exported(table: DecisionTable, library: str, directory: Path) -> tuple[dict[
         text, notes = mpich_text(table)
         path = directory / "mpich.json"
         write_atomic(path, text)
-        return {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": str(path), "MPIR_CVAR_DEVICE_COLLECTIVES": "none"}, notes
+        return environment("mpich_json", path), notes
     text, notes = openmpi_rules(table)
     path = directory / "ompi.rules"
     write_atomic(path, text)
-    return {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1", "OMPI_MCA_coll_tuned_dynamic_rules_filename": str(path)}, \
-        notes
+    return environment("openmpi_rules", path), notes
 
 
 #: Environment variables that would change what the library runs: unset for the default runs.
