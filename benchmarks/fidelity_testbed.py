@@ -1,6 +1,7 @@
 """How well colltune's predictions hold on the emulated cluster (needs root): issue #18's fidelity benchmark.
 
-Run: ``python benchmarks/fidelity_testbed.py [--shapes star,tree:2] [--hosts 8] [--link 100Mbit] [--tcp cubic]
+Run: ``python benchmarks/fidelity_testbed.py [--shapes star,tree:2] [--hosts 8] [--ranks-per-host 1]
+[--placement block] [--probe-topology given] [--link 100Mbit] [--tcp cubic]
 [--sizes 4KiB,64KiB,512KiB] [--probe default] [--reps 5] [--fill 0.05] [--warmup 2] [--rounds 3]
 [--short-rounds 9] [--keep DIR]
 [--plot FILE]
@@ -16,7 +17,8 @@ For each shape it brings up a testbed (``colltune testbed up``; ``tree:2`` gets 
 uplinks: two hosts of ``--link`` share one uplink of ``--link``), then:
 
 1. probes it as a user would who knows the network's shape (``colltune testbed run -- python -m
-   colltune probe --topology FILE`` with the testbed's topology file, timed);
+   colltune probe --topology FILE`` with the testbed's topology file, timed), or with
+   ``--probe-topology none`` as one who does not (the probe infers a star of the hosts it finds);
 2. times every registered algorithm of every collective (with its default parameters) and
    ``native`` at each size, root 0, in one MPI job: a plan built once, ``--warmup`` runs, then
    ``--reps`` runs (more for a short call, to fill ``--fill`` seconds: :data:`FILL_FACTOR`) each
@@ -34,6 +36,10 @@ against measured, log-log, one colour per collective) and prints, per predictor,
 median and 90th-percentile relative error, how often the predicted best is within 5 % of the
 measured best, and the regret.  ``native`` (MPICH's own choice) is measured for reference and
 left out of the figures.
+
+With ``--ranks-per-host K`` every host runs K ranks (``--placement block`` or ``round-robin``),
+the hierarchical algorithms are timed and predicted too, on the hosts the probe found, and the
+results go to ``fidelity_testbed_NxK_PLACEMENT.json``.
 
 8 ranks on 2 cores: every rank busy-polls while it waits, so small messages carry CPU noise.
 ``--link`` slower than 100Mbit (e.g. 20Mbit) is the extra configuration in which the network
@@ -113,14 +119,17 @@ def time_job(out: str, collectives: list[str], sizes: list[int], reps: int, warm
     from colltune.algorithms import REGISTRY
     from colltune.files import write_atomic
     from colltune.tune.measure import REST, time_collective
+    from colltune.runtime.hosts import host_labels
     from colltune.tune.select import candidates
 
     comm = MPI.COMM_WORLD
     procs, me = comm.Get_size(), comm.Get_rank()
+    hosts = len(set(host_labels(comm)))
+    shared = 1 < hosts < procs  # some host has several ranks: the hierarchical algorithms too
     plan = [(coll, size, name, {} if name == "native" else
              dict(REGISTRY.get(coll, name).schedule(procs, 0, size).meta["params"]))
             for coll in collectives for size in ([0] if coll == "barrier" else sizes)
-            for name in ["native", *(a.name for a in candidates(coll))]]
+            for name in ["native", *(a.name for a in candidates(coll, shared))]]
     timings: list[list] = [[] for _ in plan]
     places: list[list[int]] = [[] for _ in plan]
     short: list[int] = []
@@ -160,7 +169,8 @@ def run_shape(shape: str, args: argparse.Namespace, d: Path) -> Path:
     from colltune.files import write_atomic
 
     up = ["testbed", "up", "--name", args.testbed, "--hosts", str(args.hosts), "--link", args.link, "--topology", shape,
-          *(["--tcp", args.tcp] if args.tcp else [])]
+          "--ranks-per-host", str(args.ranks_per_host), *(["--tcp", args.tcp] if args.tcp else [])]
+    run = ["testbed", "run", "--name", args.testbed, "--placement", args.placement, "--"]
     if shape.startswith("tree:"):
         up += ["--uplink", args.link]  # K hosts of --link share one uplink of --link
     out = colltune(*up)
@@ -171,11 +181,12 @@ def run_shape(shape: str, args: argparse.Namespace, d: Path) -> Path:
         print(f"[{shape}] probe ({args.probe}) ...", flush=True)
         start = time.perf_counter()
         mode = [] if args.probe == "default" else [f"--{args.probe}"]
-        colltune("testbed", "run", "--name", args.testbed, "--", sys.executable, "-m", "colltune", "probe", *mode,
-                 "--topology", str(topo_file), "-o", str(d / f"profile-{tag(shape)}.json"))
+        given = ["--topology", str(topo_file)] if args.probe_topology == "given" else []
+        colltune(*run, sys.executable, "-m", "colltune", "probe", *mode, *given,
+                 "-o", str(d / f"profile-{tag(shape)}.json"))
         probe_s = time.perf_counter() - start
         print(f"[{shape}] probe took {probe_s:.0f} s; timing every algorithm ...", flush=True)
-        colltune("testbed", "run", "--name", args.testbed, "--", sys.executable, __file__, "--time-job",
+        colltune(*run, sys.executable, __file__, "--time-job",
                  str(d / f"times-{tag(shape)}.json"), "--collectives", args.collectives, "--sizes", args.sizes,
                  "--reps", str(args.reps), "--fill", str(args.fill), "--warmup", str(args.warmup), "--rounds",
                  str(args.rounds), "--short-rounds", str(args.short_rounds), progress=True)
@@ -289,6 +300,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", default="star,tree:2")
     parser.add_argument("--hosts", type=int, default=8)
+    parser.add_argument("--ranks-per-host", type=int, default=1, help="ranks on each host [default: 1]")
+    parser.add_argument("--placement", choices=("block", "round-robin"), default="block",
+                        help="how the ranks are placed on the hosts [default: block]")
+    parser.add_argument("--probe-topology", choices=("given", "none"), default="given",
+                        help="probe with the testbed's topology file, or with none (the probe infers one) "
+                             "[default: given]")
     parser.add_argument("--link", default="100Mbit")
     parser.add_argument("--testbed", default="colltune", help="the testbed's name")
     parser.add_argument("--tcp", help="the hosts' TCP congestion control [default: the testbed's, cubic]")
@@ -359,6 +376,14 @@ def main() -> None:
 TARGETS = {"median": 0.10, "p90": 0.25, "cells": 20 / 22, "regret": 1.03}
 
 
+def results_name(args: argparse.Namespace) -> str:
+    """The results file's name: ``fidelity_testbed``, with the hosts, ranks per host and placement
+    where hosts have several ranks."""
+    if args.ranks_per_host == 1:
+        return "fidelity_testbed"
+    return f"fidelity_testbed_{args.hosts}x{args.ranks_per_host}_{args.placement.replace('-', '_')}"
+
+
 def write_results(d: Path, args: argparse.Namespace) -> None:
     """The default predictor's figures per shape of the run kept in ``d``, and a figure per shape, as
     ``benchmarks/results/fidelity_testbed.json`` (``--results``)."""
@@ -384,12 +409,16 @@ def write_results(d: Path, args: argparse.Namespace) -> None:
                                        f"{f.regret:.3f}",
                                  target=f"{TARGETS['median']:.0%} / {TARGETS['p90']:.0%} / "
                                         f"{round(TARGETS['cells'] * f.cells)} of {f.cells} / {TARGETS['regret']}"))
-        name = f"fidelity_testbed-{tag(shape)}.png"
+        name = f"{results_name(args)}-{tag(shape)}.png"
         write_png(fidelity_figure(results, [results.default_predictor]), out / name)
         figures.append(name)
-    path = save(__file__, out, title="Predictions against the emulated cluster",
-                what=f"Probes the emulated cluster ({args.hosts} hosts at {args.link}; shapes {args.shapes}) with its "
-                     f"topology file, times every algorithm of every collective at {args.sizes} (median of "
+    nodes = "" if args.ranks_per_host == 1 else f", {args.ranks_per_host} ranks per host, {args.placement} placement"
+    given = "with its topology file" if args.probe_topology == "given" else "without a topology (the probe infers one)"
+    path = save(__file__, out, title="Predictions against the emulated cluster" + (
+                    f" of {args.hosts} hosts x {args.ranks_per_host} ranks, {args.placement}" if nodes else ""),
+                name=results_name(args),
+                what=f"Probes the emulated cluster ({args.hosts} hosts at {args.link}{nodes}; shapes {args.shapes}) "
+                     f"{given}, times every algorithm of every collective at {args.sizes} (median of "
                      f"{args.rounds} rounds, up to {args.short_rounds} for short cases), and predicts each case with "
                      "the profile's network model carried over the topology (the default predictor, as `tune` "
                      "prices). Figures: relative error |predicted - measured| / measured; cells (a collective at a "

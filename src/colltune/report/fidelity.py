@@ -128,14 +128,18 @@ def predictors(profile: Profile, topology: Topology | None = None) -> dict[str, 
     analytic model (``model:NAME``); and each endpoint model over ``topology`` again, priced as the
     third of three calls made back to back after a barrier each (``simulate:NAME@topology-third``,
     :func:`colltune.sim.calls.steady_call`: how the benchmark times a case and the tuner prices
-    it; the profile's default network model priced so is the :func:`default_predictor`)."""
+    it; the profile's default network model priced so is the :func:`default_predictor`).  A
+    hierarchical algorithm is priced on the hosts of ``topology``, and without it as its network
+    level alone."""
     out: dict[str, PredictFn] = {}
     unlimited = None if topology is None else topology.model_copy(
         update={"nodes": tuple(n.model_copy(update={"buffer": None}) for n in topology.nodes)})
 
     def simulated(network: str, params: ParamSet, topo: Topology | None, steady: bool = False) -> PredictFn:
         def fn(collective: str, algorithm: str, procs: int, size: int, algparams: dict[str, Any]) -> float:
-            schedule = REGISTRY.get(collective, algorithm).schedule(procs, 0, size, **algparams)
+            alg = REGISTRY.get(collective, algorithm)
+            hosts = topo.host_labels(procs) if alg.hierarchical and topo is not None else None
+            schedule = alg.schedule(procs, 0, size, hosts=hosts, **algparams)
             try:
                 if steady:
                     return steady_call(schedule, network, params, topology=topo)

@@ -53,6 +53,7 @@ from colltune.tune import (
     write_table,
 )
 from colltune.tune.bench import Predictor
+from colltune.sim.topology import PLACEMENTS
 from colltune.tune.export import (
     FORMATS,
     environment,
@@ -463,6 +464,11 @@ def _print_tune(table: DecisionTable, output: str, files: dict[str, str | None],
               help="--library: ranks of the client [default: one per host of --testbed].")
 @click.option("--testbed", "testbed_name", metavar="NAME",
               help="--library: run the client on this testbed (colltune testbed up) instead of locally.")
+@click.option("--placement", type=click.Choice(PLACEMENTS), default="block", show_default=True,
+              help="--library --testbed: how the client's ranks are placed on the testbed's hosts.")
+@click.option("--preload", is_flag=True,
+              help="--library: run colltune's own table through the interposition library (LD_PRELOAD) instead "
+                   "of exporting it to the library's file.")
 @click.option("--rounds", default=3, show_default=True, type=click.IntRange(min=1),
               help="--library: rounds of (defaults, with the file); each cell keeps the median.")
 @click.option("--min-time", default=MIN_TIME, show_default=True, type=click.FloatRange(min=0),
@@ -485,9 +491,9 @@ def _print_tune(table: DecisionTable, output: str, files: dict[str, str | None],
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
 def bench_cmd(table_spec: str | None, collectives: tuple[str, ...], sizes: str | None, max_size: str, reps: int,
               warmup: int, profile_spec: str | None, method: str, model: str | None, output: str,
-              plot_file: str | None, library: str | None, procs: int | None, testbed_name: str | None, rounds: int,
-              min_time: float, network_warmup: float | None, forced: bool, playoff: int, mpicc: str | None,
-              launcher: str | None, as_json: bool) -> None:
+              plot_file: str | None, library: str | None, procs: int | None, testbed_name: str | None,
+              placement: str, preload: bool, rounds: int, min_time: float, network_warmup: float | None, forced: bool,
+              playoff: int, mpicc: str | None, launcher: str | None, as_json: bool) -> None:
     """Time the decision table's chosen algorithms and native over a grid of sizes in this MPI job
     (run under mpiexec -n P); write the results and, on request, a figure of predicted beside measured.
 
@@ -517,13 +523,18 @@ def bench_cmd(table_spec: str | None, collectives: tuple[str, ...], sizes: str |
         colls = chosen_collectives(collectives, [])
         if network_warmup is None:
             network_warmup = NETWORK_WARMUP if testbed_name is not None else 0.0
+        if placement != "block" and testbed_name is None:
+            raise click.UsageError("--placement places the ranks on a testbed's hosts: add --testbed NAME")
+        if preload and forced:
+            raise click.UsageError("--forced compares the library's file with its own algorithms; --preload runs "
+                                   "colltune's algorithms instead")
         bench_library(library, table_spec, colls, size_list, reps, warmup, min_time, rounds, procs, testbed_name,
-                      mpicc, launcher, output, as_json, forced, playoff, network_warmup)
+                      mpicc, launcher, output, as_json, forced, playoff, network_warmup, placement, preload)
         return
     if procs is not None or testbed_name is not None or mpicc or launcher or rounds != 3 or forced or playoff or \
-            min_time != MIN_TIME or network_warmup is not None:
-        raise click.UsageError("-n, --testbed, --rounds, --min-time, --network-warmup, --forced, --playoff, --mpicc "
-                               "and --mpiexec go with --library")
+            min_time != MIN_TIME or network_warmup is not None or placement != "block" or preload:
+        raise click.UsageError("-n, --testbed, --placement, --preload, --rounds, --min-time, --network-warmup, "
+                               "--forced, --playoff, --mpicc and --mpiexec go with --library")
     from mpi4py import MPI
 
     from colltune.tune.measure import bench
@@ -595,7 +606,7 @@ def _print_bench(results: BenchResults, output: str, plot_file: str | None, as_j
 def bench_library(library: str, table_spec: str, collectives: list[str], sizes: list[int], reps: int, warmup: int,
                   min_time: float, rounds: int, procs: int | None, testbed: str | None, mpicc: str | None,
                   launcher: str | None, output: str, as_json: bool, forced: bool = False, playoff: int = 0,
-                  network_warmup: float = 0.0) -> None:
+                  network_warmup: float = 0.0, placement: str = "block", preload: bool = False) -> None:
     """Run the library benchmark and print its speedups (see ``colltune bench --help``); no
     ``collectives``: the table's."""
     try:
@@ -605,7 +616,8 @@ def bench_library(library: str, table_spec: str, collectives: list[str], sizes: 
             raise ColltuneError(f"{table_spec}: the table decides no collective; name them with --collective")
         tools = toolchain(library, mpicc, launcher)
         provenance = Provenance(
-            source=f"colltune bench --library {library} --table {table_spec} (client {tools.mpicc.name}, "
+            source=f"colltune bench --library {library}{' --preload' if preload else ''} --table {table_spec}"
+                   f"{f' --placement {placement}' if placement != 'block' else ''} (client {tools.mpicc.name}, "
                    f"{reps} calls or {min_time:g} s, {warmup} warm-up, {rounds} rounds"
                    f"{f', {network_warmup:g} s of network warm-up' if network_warmup else ''}"
                    f"{f', {playoff} playoff rounds' if playoff else ''})",
@@ -613,7 +625,8 @@ def bench_library(library: str, table_spec: str, collectives: list[str], sizes: 
             procs=procs)
         results = library_bench(table, table_spec, tools, procs, collectives, sizes, warmup, reps, min_time, rounds,
                                 testbed, provenance, progress=lambda line: click.echo(line, err=True),
-                                forced=forced, playoff=playoff, network_warmup=network_warmup)
+                                forced=forced, playoff=playoff, network_warmup=network_warmup, placement=placement,
+                                preload=preload)
         write_library_bench(results, output)
     except ColltuneError as exc:
         raise click.UsageError(str(exc)) from None

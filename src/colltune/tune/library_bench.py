@@ -69,7 +69,7 @@ from colltune.models import ParamSet
 from colltune.profiles.format import Provenance
 from colltune.tune.export import environment, mpich_text, openmpi_rules
 from colltune.tune.forcing import openmpi_forcing_environment
-from colltune.tune.table import DecisionTable, fixed_table
+from colltune.tune.table import DecisionTable, fixed_table, write_table
 
 FORMAT = "colltune-library-bench"
 VERSION = 3
@@ -165,19 +165,34 @@ def exported(table: DecisionTable, library: str, directory: Path) -> tuple[dict[
     return environment("openmpi_rules", path), notes
 
 
+def preloaded(table: DecisionTable, directory: Path) -> tuple[dict[str, str], list[str]]:
+    """Write colltune's ``table`` in ``directory``; the environment that makes the client run it
+    through the interposition library (``LD_PRELOAD=$(colltune lib) COLLTUNE_TABLE=...``)."""
+    from colltune.pmpi import library_path
+
+    if table.library != "colltune":
+        raise LibraryBenchError(f"--preload runs colltune's own algorithms; this table decides among "
+                                f"{table.library}'s")
+    path = directory / "colltune.json"
+    write_table(table, path)
+    return {"LD_PRELOAD": str(library_path()), "COLLTUNE_TABLE": str(path)}, []
+
+
 #: Environment variables that would change what the library runs: unset for the default runs.
 _SELECTION_VARIABLES = ("MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE", "MPIR_CVAR_DEVICE_COLLECTIVES")
 #: ... and every variable of Open MPI's coll/tuned (its rules file, its forced algorithms).
 _SELECTION_PREFIX = "OMPI_MCA_coll_tuned_"
 
 
-def launch(tools: Toolchain, procs: int | None, argv: list[str], testbed: str | None) -> tuple[list[str], dict[str, str]]:
+def launch(tools: Toolchain, procs: int | None, argv: list[str], testbed: str | None,
+           placement: str = "block") -> tuple[list[str], dict[str, str]]:
     """The command line and environment that start ``argv`` on ``procs`` ranks: on testbed
-    ``testbed`` (one rank per host; see :func:`colltune.testbed.mpiexec_command`), else locally."""
+    ``testbed``, its ranks placed on its hosts by ``placement`` (see
+    :func:`colltune.testbed.mpiexec_command`), else locally."""
     if testbed is not None:
         from colltune.testbed import mpiexec_command
 
-        return mpiexec_command(testbed, argv, procs, tools.library, str(tools.launcher))
+        return mpiexec_command(testbed, argv, procs, tools.library, str(tools.launcher), placement)
     n = str(procs or 1)
     if tools.library == "mpich":
         return [str(tools.launcher), "-n", n, *argv], dict(os.environ)
@@ -211,14 +226,15 @@ def parse_output(text: str) -> dict[tuple[str, int], Timing]:
 
 def run_client(exe: Path, tools: Toolchain, procs: int | None, collectives: Sequence[str], sizes: Sequence[int],
                warmup: int, iterations: int, min_time: float, testbed: str | None,
-               extra_env: dict[str, str], network_warmup: float = 0.0) -> dict[tuple[str, int], Timing]:
+               extra_env: dict[str, str], network_warmup: float = 0.0,
+               placement: str = "block") -> dict[tuple[str, int], Timing]:
     """One run of the client: ``network_warmup`` seconds of exchanges between every pair of ranks
     first (:data:`colltune.tune.warmup.NETWORK_WARMUP`), then at least ``iterations`` calls per size, more where they
     take less than ``min_time`` seconds (:data:`MIN_TIME`); its timings by (collective, size).
     Raises with the job's stderr if it fails or misses a line."""
     argv = [str(exe), ",".join(collectives), ",".join(map(str, sizes)), str(warmup), str(iterations),
             repr(float(min_time)), repr(float(network_warmup))]
-    cmd, env = launch(tools, procs, argv, testbed)
+    cmd, env = launch(tools, procs, argv, testbed, placement)
     for name in [k for k in env if k in _SELECTION_VARIABLES or k.startswith(_SELECTION_PREFIX)]:
         del env[name]
     env.update(extra_env)
@@ -308,6 +324,9 @@ class LibraryBench(ParamSet):
     table: str = Field(description="the decision table exported")
     procs: int = Field(ge=1)
     testbed: str | None = None
+    placement: str = Field("block", description="how the ranks were placed on the testbed's hosts")
+    preload: bool = Field(False, description="the table ran through the interposition library (LD_PRELOAD), "
+                                             "not the library's file")
     warmup: int = Field(ge=0)
     min_time: float = Field(0.0, ge=0, allow_inf_nan=False,
                             description="seconds each size was timed for at least, per run (0: a fixed count)")
@@ -392,7 +411,8 @@ def library_bench(table: DecisionTable, table_name: str, tools: Toolchain, procs
                   collectives: Sequence[str], sizes: Sequence[int], warmup: int, iterations: int,
                   min_time: float, rounds: int, testbed: str | None, provenance: Provenance,
                   progress: Callable[[str], None] = lambda _: None, forced: bool = False,
-                  playoff: int = 0, network_warmup: float = 0.0) -> LibraryBench:
+                  playoff: int = 0, network_warmup: float = 0.0, placement: str = "block",
+                  preload: bool = False) -> LibraryBench:
     """Time ``collectives`` at ``sizes`` with ``tools``' library, as it comes and with ``table``
     exported, alternating over ``rounds`` rounds (see the module docstring), each size in each run
     for ``iterations`` calls or ``min_time`` seconds, whichever is more (:data:`MIN_TIME`), each run
@@ -400,7 +420,10 @@ def library_bench(table: DecisionTable, table_name: str, tools: Toolchain, procs
     ``forced``, each round also forces each of the library's own algorithms in turn
     (:func:`forced_runs`), and ``playoff`` rounds follow for the collectives where one of them beat
     the file by more than :data:`PLAYOFF_OVER` (:func:`_rivals`) or the file was below
-    :data:`PLAYOFF_BELOW` of the defaults (:func:`_doubted`), at the sizes up to the largest in doubt."""
+    :data:`PLAYOFF_BELOW` of the defaults (:func:`_doubted`), at the sizes up to the largest in doubt.
+    With ``preload``, the client runs colltune's own table through the interposition library
+    (``LD_PRELOAD``, :func:`preloaded`) instead of the library's file; on a testbed, ``placement``
+    puts the ranks on its hosts."""
     if rounds < 1 or iterations < 1 or warmup < 0 or not min_time >= 0 or not network_warmup >= 0:
         raise LibraryBenchError("rounds and iterations must be at least 1, warm-up, the minimum time and the "
                                 "network's warm-up at least 0")
@@ -423,7 +446,7 @@ def library_bench(table: DecisionTable, table_name: str, tools: Toolchain, procs
     own: dict[tuple[str, int], dict[str, list[float]]] = {}
     extra_rounds: dict[tuple[str, int], dict[str | None, list[float]]] = {}
     with tempfile.TemporaryDirectory(prefix="colltune-libbench-") as tmp:
-        env, notes = exported(table, tools.library, Path(tmp))
+        env, notes = preloaded(table, Path(tmp)) if preload else exported(table, tools.library, Path(tmp))
         force_env = []
         for i, choices in enumerate(force):
             where = Path(tmp) / f"forced-{i}"
@@ -433,7 +456,7 @@ def library_bench(table: DecisionTable, table_name: str, tools: Toolchain, procs
                                       tools.library, where)[0])
         def client(coll: str, extra: dict[str, str], upto: int | None = None) -> dict[tuple[str, int], Timing]:
             return run_client(exe, tools, procs, [coll], [s for s in sizes if upto is None or s <= upto], warmup,
-                              iterations, min_time, testbed, extra, network_warmup)
+                              iterations, min_time, testbed, extra, network_warmup, placement)
 
         for r in range(rounds):
             for coll in collectives:
@@ -481,7 +504,7 @@ def library_bench(table: DecisionTable, table_name: str, tools: Toolchain, procs
                                           if label not in (None, DEFAULTS)}))
     return LibraryBench(provenance=provenance, library=tools.library, table=table_name, procs=ranks,
                         testbed=testbed, warmup=warmup, min_time=min_time, network_warmup=network_warmup,
-                        rounds=rounds, playoff=playoff,
+                        rounds=rounds, playoff=playoff, placement=placement, preload=preload,
                         notes=tuple(notes), cells=tuple(cells))
 
 
