@@ -66,6 +66,23 @@ def _at(buf: Buf, offset: int) -> Callable[[int, Buf], tuple[Buf, int]]:
     return lambda s, b: (buf, offset)
 
 
+def _start(b: ScheduleBuilder, problem: Problem, **levels: str) -> tuple[Layout, Levels]:
+    """Check that each level (a parameter of the collective's hierarchical algorithm) names an
+    algorithm a level can run; the problem's hosts and the levels to build into ``b``."""
+    from colltune.algorithms.registry import REGISTRY
+
+    for p in REGISTRY.get(problem.collective, "hierarchical").params:
+        if p.level is not None:
+            check_level(p.level, levels[p.name], p.name)
+    return Layout.of(problem), Levels(b, problem)
+
+
+def _one_per_host(lv: Levels, lay: Layout, collective: str, inter: str, m: int) -> None:
+    """Where every host has one rank: the network level alone, on the ranks' own buffers (the
+    hosts, numbered by their lowest rank, are the ranks in order)."""
+    lv.run(collective, inter, lay.leaders(None, 1)[0], 0, m, lambda s, buf: (buf, 0), {}, 2)
+
+
 def _written(e: Embedded, rank: int) -> list[int]:
     return e.written.get(rank, [])
 
@@ -79,9 +96,7 @@ def _bcast(b: ScheduleBuilder, problem: Problem, inter: str, intra: str, segment
 
     Per segment; with k leaders, part i of the message crosses among the i-th leaders of the
     hosts.  Network cost of ``inter`` on H hosts, plus the host level in shared memory."""
-    check_level("bcast", inter, "inter")
-    check_level("bcast", intra, "intra")
-    lay, lv = Layout.of(problem), Levels(b, problem)
+    lay, lv = _start(b, problem, inter=inter, intra=intra)
     top = lay.host_of[problem.root]
     for part, lead in zip(_parts(problem, leaders, segment_size), lay.leaders(problem.root, leaders)):
         for o, n in part:
@@ -121,9 +136,7 @@ def _reduce(b: ScheduleBuilder, problem: Problem, inter: str, intra: str, segmen
 
     Per segment; with k leaders, part i of the vector is reduced among the i-th leaders.  Combines
     by host, so the operation must be commutative."""
-    check_level("reduce", inter, "inter")
-    check_level("reduce", intra, "intra")
-    lay, lv = Layout.of(problem), Levels(b, problem)
+    lay, lv = _start(b, problem, inter=inter, intra=intra)
     top, alone = lay.host_of[problem.root], len(lay.groups) == 1
     for part, lead in zip(_parts(problem, leaders, segment_size), lay.leaders(problem.root, leaders)):
         for o, n in part:
@@ -147,10 +160,7 @@ def _allreduce(b: ScheduleBuilder, problem: Problem, inter: str, intra_reduce: s
     Per segment; with k leaders (MPICH's multi-leader allreduce), part i of the vector goes
     through the three levels among the i-th leaders, so k ranks of a host use the network at
     once.  Combines by host, so the operation must be commutative."""
-    check_level("allreduce", inter, "inter")
-    check_level("reduce", intra_reduce, "intra_reduce")
-    check_level("bcast", intra_bcast, "intra_bcast")
-    lay, lv = Layout.of(problem), Levels(b, problem)
+    lay, lv = _start(b, problem, inter=inter, intra_reduce=intra_reduce, intra_bcast=intra_bcast)
     alone = len(lay.groups) == 1
     for part, lead in zip(_parts(problem, leaders, segment_size), lay.leaders(None, leaders)):
         for o, n in part:
@@ -173,6 +183,27 @@ def _fill(b: ScheduleBuilder, rank: int, block: Region, m: int, count: int, requ
             for k in range(count, block.length // m)] if m else []
 
 
+def _gather_hosts(b: ScheduleBuilder, lv: Levels, lay: Layout, lead: list[int], intra: str, width: int,
+                  ) -> tuple[list[Region], dict[int, list[int]]]:
+    """Each host's leader gathers its ranks' SEND[0:width] (``intra``) into new scratch of the
+    widest host's size, padded; returns those regions and the ops that wrote them."""
+    blocks, wrote = [], {}
+    K = lay.widest
+    for g, ranks in enumerate(lay.groups):
+        mine = lv.scratch.take(lead[g], K * width)
+        if len(ranks) == 1:
+            ops = [b.copy(ranks[0], Region(Buf.SEND, 0, width), Region(Buf.SCRATCH, mine.offset, width))] \
+                if width else []
+        else:
+            e = lv.run("gather", intra, ranks, ranks.index(lead[g]), width,
+                       lambda s, buf, mine=mine: (Buf.SEND, 0) if buf == Buf.SEND else (Buf.SCRATCH, mine.offset),
+                       {}, 1)
+            ops = _written(e, lead[g])
+        wrote[lead[g]] = ops + _fill(b, lead[g], mine, width, len(ranks), ops)
+        blocks.append(mine)
+    return blocks, wrote
+
+
 @register("gather", "hierarchical", source=_SOURCE, constraints=_HOSTS, hierarchical=True, aliases=("hier",),
           params=(_level("inter", "gather", "binomial_tree", "among the hosts' leaders"),
                   _level("intra", "gather", "flat_tree", "within each host")))
@@ -183,9 +214,7 @@ def _gather(b: ScheduleBuilder, problem: Problem, inter: str, intra: str) -> Non
     Each host's blocks cross the network once, as one block of K m bytes (K the widest host's
     ranks): ``inter``'s cost on H ranks and blocks of K m, plus ``intra``'s in each host and P
     copies of m bytes at the root."""
-    check_level("gather", inter, "inter")
-    check_level("gather", intra, "intra")
-    lay, lv = Layout.of(problem), Levels(b, problem)
+    lay, lv = _start(b, problem, inter=inter, intra=intra)
     m, root, H, K = problem.size, problem.root, len(lay.groups), lay.widest
     lead = lay.leaders(root, 1)[0]
     top = lay.host_of[root]
@@ -194,18 +223,7 @@ def _gather(b: ScheduleBuilder, problem: Problem, inter: str, intra: str) -> Non
         level, rooted = (intra, ranks.index(root)) if H == 1 else (inter, top)
         lv.run("gather", level, ranks, rooted, m, lambda s, buf: (buf, 0), {}, 1)
         return
-    blocks, wrote = [], {}
-    for g, ranks in enumerate(lay.groups):
-        mine = lv.scratch.take(lead[g], K * m)
-        if len(ranks) == 1:
-            ops = [b.copy(ranks[0], Region(Buf.SEND, 0, m), Region(Buf.SCRATCH, mine.offset, m))]
-        else:
-            e = lv.run("gather", intra, ranks, ranks.index(lead[g]), m,
-                       lambda s, buf, mine=mine: (Buf.SEND, 0) if buf == Buf.SEND else (Buf.SCRATCH, mine.offset),
-                       {}, 1)
-            ops = _written(e, lead[g])
-        wrote[lead[g]] = ops + _fill(b, lead[g], mine, m, len(ranks), ops)
-        blocks.append(mine)
+    blocks, wrote = _gather_hosts(b, lv, lay, lead, intra, m)
     every = lv.scratch.take(root, H * K * m)
     e = lv.run("gather", inter, lead, top, K * m,
                lambda s, buf: (Buf.SCRATCH, blocks[s].offset if buf == Buf.SEND else every.offset), wrote, 2)
@@ -225,9 +243,7 @@ def _scatter(b: ScheduleBuilder, problem: Problem, inter: str, intra: str) -> No
 
     P copies of m bytes at the root, ``inter``'s cost on H ranks and blocks of K m bytes (K the
     widest host's ranks), then ``intra``'s in each host."""
-    check_level("scatter", inter, "inter")
-    check_level("scatter", intra, "intra")
-    lay, lv = Layout.of(problem), Levels(b, problem)
+    lay, lv = _start(b, problem, inter=inter, intra=intra)
     m, root, H, K = problem.size, problem.root, len(lay.groups), lay.widest
     lead = lay.leaders(root, 1)[0]
     top = lay.host_of[root]
@@ -256,27 +272,6 @@ def _scatter(b: ScheduleBuilder, problem: Problem, inter: str, intra: str) -> No
                {lead[g]: _written(e, lead[g])}, 3)
 
 
-def _gather_hosts(b: ScheduleBuilder, lv: Levels, lay: Layout, lead: list[int], intra: str, width: int,
-                  ) -> tuple[list[Region], dict[int, list[int]]]:
-    """Each host's leader gathers its ranks' SEND[0:width] (``intra``) into new scratch of the
-    widest host's size, padded; returns those regions and the ops that wrote them."""
-    blocks, wrote = [], {}
-    K = lay.widest
-    for g, ranks in enumerate(lay.groups):
-        mine = lv.scratch.take(lead[g], K * width)
-        if len(ranks) == 1:
-            ops = [b.copy(ranks[0], Region(Buf.SEND, 0, width), Region(Buf.SCRATCH, mine.offset, width))] \
-                if width else []
-        else:
-            e = lv.run("gather", intra, ranks, ranks.index(lead[g]), width,
-                       lambda s, buf, mine=mine: (Buf.SEND, 0) if buf == Buf.SEND else (Buf.SCRATCH, mine.offset),
-                       {}, 1)
-            ops = _written(e, lead[g])
-        wrote[lead[g]] = ops + _fill(b, lead[g], mine, width, len(ranks), ops)
-        blocks.append(mine)
-    return blocks, wrote
-
-
 @register("allgather", "hierarchical", source=_SOURCE, constraints=_HOSTS, hierarchical=True, aliases=("hier",),
           params=(_level("intra_gather", "gather", "flat_tree", "that gathers each host's blocks to its leader"),
                   _level("inter", "allgather", "ring", "among the hosts' leaders"),
@@ -288,14 +283,11 @@ def _allgather(b: ScheduleBuilder, problem: Problem, intra_gather: str, inter: s
 
     The network carries ``inter``'s allgather of H blocks of K m bytes (K the widest host's
     ranks); each host adds a gather of m-byte blocks and a broadcast of P m bytes."""
-    check_level("gather", intra_gather, "intra_gather")
-    check_level("allgather", inter, "inter")
-    check_level("bcast", intra_bcast, "intra_bcast")
-    lay, lv = Layout.of(problem), Levels(b, problem)
+    lay, lv = _start(b, problem, intra_gather=intra_gather, inter=inter, intra_bcast=intra_bcast)
     P, m, H, K = problem.procs, problem.size, len(lay.groups), lay.widest
     lead = lay.leaders(None, 1)[0]
     if K == 1:
-        lv.run("allgather", inter, lead, 0, m, lambda s, buf: (buf, 0), {}, 2)
+        _one_per_host(lv, lay, "allgather", inter, m)
         return
     blocks, wrote = _gather_hosts(b, lv, lay, lead, intra_gather, m)
     if H > 1:
@@ -327,14 +319,11 @@ def _alltoall(b: ScheduleBuilder, problem: Problem, intra_gather: str, inter: st
     Between two hosts of K ranks, one message of K^2 m bytes instead of K^2 messages of m: the
     network carries ``inter``'s all-to-all of H ranks and blocks of K^2 m bytes; each host adds a
     gather and a scatter of P m bytes per rank and 2 H K^2 copies of m bytes at its leader."""
-    check_level("gather", intra_gather, "intra_gather")
-    check_level("alltoall", inter, "inter")
-    check_level("scatter", intra_scatter, "intra_scatter")
-    lay, lv = Layout.of(problem), Levels(b, problem)
+    lay, lv = _start(b, problem, intra_gather=intra_gather, inter=inter, intra_scatter=intra_scatter)
     P, m, H, K = problem.procs, problem.size, len(lay.groups), lay.widest
     lead = lay.leaders(None, 1)[0]
     if K == 1:
-        lv.run("alltoall", inter, lead, 0, m, lambda s, buf: (buf, 0), {}, 2)
+        _one_per_host(lv, lay, "alltoall", inter, m)
         return
     gathered, wrote = _gather_hosts(b, lv, lay, lead, intra_gather, P * m)
     B = K * K * m  # between two hosts: source i of one to destination j of the other at (i K + j) m
@@ -375,9 +364,7 @@ def _barrier(b: ScheduleBuilder, problem: Problem, inter: str, intra: str) -> No
     left the leaders' barrier.
 
     ``inter``'s rounds on H ranks over the network, ``intra``'s twice in shared memory."""
-    check_level("barrier", inter, "inter")
-    check_level("barrier", intra, "intra")
-    lay, lv = Layout.of(problem), Levels(b, problem)
+    lay, lv = _start(b, problem, inter=inter, intra=intra)
     lead = lay.leaders(None, 1)[0]
     done: dict[int, list[int]] = {}
     for g, ranks in enumerate(lay.groups):

@@ -659,7 +659,9 @@ def print_library_bench(results: LibraryBench, output: str, as_json: bool) -> No
                                "collectives": summary}, indent=1))
         return
     con = console()
-    t = Table(title=f"{results.library} with {results.table} against its defaults, P = {results.procs} "
+    how = "through LD_PRELOAD" if results.preload else "exported"
+    where = f", {results.placement} placement" if results.testbed and results.placement != "block" else ""
+    t = Table(title=f"{results.library} with {results.table} {how} against its defaults, P = {results.procs}{where} "
                     f"(speedup = default / with the file; median of {results.rounds} rounds"
                     + (f"; *: from {results.playoff} playoff rounds" if results.playoff else "")
                     + ")")

@@ -447,6 +447,7 @@ def library_bench(table: DecisionTable, table_name: str, tools: Toolchain, procs
     extra_rounds: dict[tuple[str, int], dict[str | None, list[float]]] = {}
     with tempfile.TemporaryDirectory(prefix="colltune-libbench-") as tmp:
         env, notes = preloaded(table, Path(tmp)) if preload else exported(table, tools.library, Path(tmp))
+        tuned_label = "with colltune's table (LD_PRELOAD)" if preload else "with the exported file"
         force_env = []
         for i, choices in enumerate(force):
             where = Path(tmp) / f"forced-{i}"
@@ -462,7 +463,7 @@ def library_bench(table: DecisionTable, table_name: str, tools: Toolchain, procs
             for coll in collectives:
                 for which, extra in (("default", {}), ("tuned", env)):
                     progress(f"round {r + 1}/{rounds}: {coll}: {tools.library} "
-                             f"{'with the exported file' if extra else 'defaults'}")
+                             f"{tuned_label if which == 'tuned' else 'defaults'}")
                     runs[which][r].update(client(coll, extra))
                 mine = [(forced_label(*choices[coll]), extra) for choices, extra in zip(force, force_env)
                         if coll in choices]
@@ -483,7 +484,7 @@ def library_bench(table: DecisionTable, table_name: str, tools: Toolchain, procs
             upto = max(below + [size for label in rivals for size in rivals[label]])
             for r in range(playoff):  # the order turns round every round
                 for label, extra in lineup if r % 2 == 0 else lineup[::-1]:
-                    what = {None: "with the exported file", DEFAULTS: f"{tools.library} defaults"}.get(
+                    what = {None: tuned_label, DEFAULTS: f"{tools.library} defaults"}.get(
                         label, f"forced {label}")
                     progress(f"playoff {r + 1}/{playoff}: {coll} up to {upto} B: {what}")
                     for key, timing in client(coll, extra, upto).items():
