@@ -148,11 +148,37 @@ def test_the_client_exchanges_blocks_for_the_network_warmup(tmp_path: Path, seco
     (["-n", "2", "--sizes", "4KiB,lots"], "--sizes"),
     (["-n", "2", "--min-time", "-1"], "--min-time"),
     (["-n", "2", "--network-warmup", "-1"], "--network-warmup"),
+    (["-n", "2", "--placement", "round-robin"], "add --testbed NAME"),
+    (["-n", "2", "--preload", "--forced"], "--preload runs colltune's algorithms instead"),
 ])
 def test_library_bench_errors_are_one_clear_line(table: Path, tmp_path: Path, args: list[str], problem: str) -> None:
     res = colltune("bench", "--library", "mpich", "--table", str(table), *args, "-o", str(tmp_path / "x.json"))
     assert res.returncode == 2 and problem in res.stderr, res.stderr
     assert not (tmp_path / "x.json").exists()
+
+
+def test_the_client_runs_colltunes_table_through_the_interposition_library(tmp_path: Path) -> None:
+    """--preload: the C client under LD_PRELOAD with colltune's own table (hierarchical algorithms on
+    hosts made up by COLLTUNE_HOSTS) against the library's defaults."""
+    from colltune.tune.table import fixed_table
+
+    table = tmp_path / "hier.json"
+    write_table(fixed_table({"bcast": ("hierarchical", {}), "allreduce": ("hierarchical", {"leaders": 2})},
+                            "tests"), table)
+    out = tmp_path / "lib.json"
+    res = colltune("bench", "--library", "mpich", "--preload", "--table", str(table), "-n", "4", "--sizes",
+                   "4096,65536", "--reps", "3", "--warmup", "1", "--rounds", "1", "--min-time", "0", "-o", str(out),
+                   env=dict(os.environ, COLLTUNE_HOSTS="cyclic:2"))
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "round 1/1: allreduce: mpich with colltune's table (LD_PRELOAD)" in res.stderr
+    assert "through LD_PRELOAD against its defaults" in res.stdout
+    results = read_library_bench(out)
+    assert results.preload and {(c.collective, c.size) for c in results.cells} == {
+        (c, s) for c in ("bcast", "allreduce") for s in (4096, 65536)}
+    mpich = tmp_path / "mpich-table.json"
+    write_table(fixed_table({"bcast": ("binomial", {})}, "tests", library="mpich"), mpich)
+    res = colltune("bench", "--library", "mpich", "--preload", "--table", str(mpich), "-n", "2", "-o", str(out))
+    assert res.returncode == 2 and "--preload runs colltune's own algorithms" in res.stderr
 
 
 def test_library_options_need_library(table: Path, tmp_path: Path) -> None:
