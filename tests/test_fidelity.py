@@ -209,8 +209,8 @@ def test_a_small_fidelity_run_on_a_four_host_testbed_predicts_within_a_bound(tmp
     res = run_bounded([sys.executable, str(ROOT / "benchmarks" / "fidelity_testbed.py"), "--shapes", "star",
                        "--hosts", "4", "--collectives", "bcast,gather,alltoall", "--sizes", "64KiB", "--probe",
                        "quick", "--rounds", "2", "--short-rounds", "3", "--reps", "3", "--warmup", "1",
-                       "--testbed", "ctfid",
-                       "--keep", str(tmp_path)], 600, "the fidelity benchmark")
+                       "--testbed", "ctfid", "--keep", str(tmp_path), "--results", str(tmp_path / "results")],
+                      600, "the fidelity benchmark")
     assert res.returncode == 0, f"stdout:\n{res.stdout[-3000:]}\nstderr:\n{res.stderr[-3000:]}"
     results = read_fidelity(tmp_path / "fidelity-star.json")
     timed = json.loads((tmp_path / "times-star.json").read_text())["cases"]
@@ -229,6 +229,7 @@ def test_a_small_fidelity_run_on_a_four_host_testbed_predicts_within_a_bound(tmp
     assert f.cases == len(measured) and f.median_error <= 0.30, f
     assert "paper 000 gather coordinated / flat_tree 64 KiB: measured" in res.stdout
     assert "ctfid" not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
+    assert (tmp_path / "results" / "fidelity_testbed.json").is_file()  # not into benchmarks/results
 
 
 def test_the_benchmark_sets_topology_fields_as_a_topology_file_would():
