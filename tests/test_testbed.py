@@ -160,6 +160,18 @@ def test_a_failure_half_way_through_up_leaves_nothing(monkeypatch):
 
 
 @needs_root
+def test_a_second_testbed_is_refused_while_one_is_up(bed):
+    """Every testbed's launcher bridge holds the same address in this machine's namespace: a
+    second one would make the first one's jobs hang, so it is one clear error naming the first."""
+    assert bed("--hosts", "2").returncode == 0
+    res = colltune("testbed", "up", "--name", "ctother", "--hosts", "2", timeout=120)
+    assert res.returncode == 2 and "testbed 'cttest' is up" in res.stderr, res.stderr
+    assert "colltune testbed down --name cttest" in res.stderr
+    names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
+    assert "ctother" not in names and testbed.net.State.load("ctother") is None
+
+
+@needs_root
 def test_a_congestion_control_the_kernel_lacks_is_one_clear_error_and_leaves_nothing(bed):
     res = bed("--hosts", "2", "--tcp", "nosuchcc")
     assert res.returncode == 2 and "'nosuchcc' is not available in this kernel" in res.stderr, res.stderr

@@ -176,6 +176,21 @@ def _allow(names: list[str]) -> None:
         raise TestbedError(f"cannot write net.ipv4.tcp_allowed_congestion_control: {exc}") from None
 
 
+def _require_launcher_address() -> None:
+    """Raise unless the launcher's address on the control network is free: every testbed's control
+    bridge holds it in this machine's namespace, so a second testbed would make the launcher's
+    connections to the first testbed's hosts ambiguous (its jobs hang)."""
+    for line in _run("ip", "-o", "-4", "addr", "show").splitlines():
+        fields = line.split()
+        if f"{LAUNCHER_ADDRESS}/16" in fields:
+            device = fields[1]
+            owners = [d.name for d in sorted(STATE_ROOT.glob("*")) if _prefix(d.name) + "c" == device]
+            owner = f"testbed {owners[0]!r}" if owners else f"device {device}"
+            down_cmd = f"colltune testbed down --name {owners[0]}" if owners else f"ip link del {device}"
+            raise TestbedError(f"{owner} is up and holds the launcher's address {LAUNCHER_ADDRESS}: one testbed "
+                               f"at a time; bring it down first ({down_cmd})")
+
+
 def up(topology: Topology, name: str, queue: float, burst: int = BURST, congestion: str = TCP_CONGESTION) -> Path:
     """Create the testbed ``name`` for ``topology``; switch ports without a ``buffer`` of their own
     get ``queue`` bytes, every link a token bucket of ``burst`` bytes, and every host the TCP
@@ -186,6 +201,7 @@ def up(topology: Topology, name: str, queue: float, burst: int = BURST, congesti
     require_root()
     if State.load(name) is not None:
         raise TestbedError(f"testbed {name!r} is already up; run colltune testbed down first")
+    _require_launcher_address()
     if burst < FRAME:
         raise TestbedError(f"a link's bucket must hold one frame: {burst} B is less than {FRAME} B")
     offered = available_congestion()
