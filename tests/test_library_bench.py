@@ -238,7 +238,7 @@ def test_forced_mode_times_each_of_mpichs_algorithms(table: Path, tmp_path: Path
         for label, v in cell.forced_rounds.items():
             assert len(v) == (2 if first[label] <= FORCED_KEEP * best else 1), (cell.collective, label, v, best)
             assert cell.forced[label] == pytest.approx(sorted(v)[len(v) // 2] if len(v) % 2 else sum(v) / 2)
-    assert set(cells["allreduce"].forced) == {"recursive_doubling", "reduce_scatter_allgather", "ring"}
+    assert set(cells["allreduce"].forced) == {"recursive_doubling", "reduce_scatter_allgather", "ring", "composition_alpha"}
     assert "tree(k=2, tree_type=kary)" in cells["bcast"].forced
     assert cells["bcast"].best_forced[1] == min(cells["bcast"].forced.values())
     summary = json.loads(res.stdout)["collectives"]["bcast"]

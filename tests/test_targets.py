@@ -21,7 +21,7 @@ from colltune.profiles import load_profile
 from colltune.profiles.format import Provenance
 from colltune.sim import simulate
 from colltune.tune import NATIVE, Block, DecisionTable, Rule, build_table, read_table, write_table
-from colltune.tune.export import mpich_json, openmpi_rules
+from colltune.tune.export import environment, export_files, mpich_json, openmpi_rules
 from colltune.tune.libraries import OPENMPI_ROOT_SIZED
 from colltune.tune.library_bench import read_library_bench
 from colltune.tune.promises import Promises
@@ -178,14 +178,17 @@ def every_mpich(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("every-mpich")
     table = every_mpich_table()
     write_table(table, folder / "table.json")
-    (folder / "mpich.json").write_text(json.dumps(mpich_json(table)[0]))
+    for name, text in export_files("mpich_json", table, folder / "mpich.json")[0].items():
+        Path(name).write_text(text)
     return folder
 
 
 @pytest.mark.parametrize("procs", (1, 2, 3, 5, 8))
 def test_mpich_runs_every_algorithm_of_the_catalogue_correctly(every_mpich: Path, procs: int) -> None:
-    env = {**os.environ, "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": str(every_mpich / "mpich.json"),
-           "MPIR_CVAR_DEVICE_COLLECTIVES": "none"}
+    """Every container and composition, MPICH's nodes made up by its cliques (2 ranks each, so
+    that a composition spans nodes), none falling back to another (``COLLECTIVE_FALLBACK=error``)."""
+    env = {**os.environ, **environment("mpich_json", every_mpich / "mpich.json"),
+           "MPIR_CVAR_NUM_CLIQUES": str(max(1, procs // 2)), "MPIR_CVAR_COLLECTIVE_FALLBACK": "error"}
     rules = max(len(blocks[0].rules) for blocks in every_mpich_table().collectives.values())
     counts = ",".join(str(c) for c in [0] + [i * (RULE_STEP // 8) + 50 for i in range(rules)])  # int64: one per rule
     res = run_bounded([str(MPIEXEC), "-n", str(procs), sys.executable, "-m", "mpi4py", str(MPI_DIR / "library_check.py"),
@@ -196,7 +199,8 @@ def test_mpich_runs_every_algorithm_of_the_catalogue_correctly(every_mpich: Path
 
 @pytest.mark.parametrize("procs", (1, 2, 3, 5, 8))
 def test_forcing_runs_each_mpich_algorithm_and_switches_what_mpich_runs(procs: int) -> None:
-    env = {**os.environ, "MPIR_CVAR_COLLECTIVE_FALLBACK": "error"}
+    """MPICH's nodes made up by its cliques (2 ranks each): the compositions span nodes."""
+    env = {**os.environ, "MPIR_CVAR_COLLECTIVE_FALLBACK": "error", "MPIR_CVAR_NUM_CLIQUES": str(max(1, procs // 2))}
     res = run_bounded([str(MPIEXEC), "-n", str(procs), sys.executable, "-m", "mpi4py", str(MPI_DIR / "forcing_check.py"),
                        "mpich", "4096"], 300, f"forcing_check on {procs}", env=env)
     assert res.returncode == 0, res.stderr[-3000:]

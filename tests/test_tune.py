@@ -23,6 +23,8 @@ from colltune.tune import NATIVE, ModelPricer, TableError, Tuner, build_table, r
 from colltune.tune.export import (
     MAX_PER_PROCS,
     MPICH_AVG,
+    environment,
+    export_files,
     libraries_markdown,
     mpich_json,
     mpich_text,
@@ -208,7 +210,10 @@ def test_tune_cli_writes_table_and_exports(tmp_path):
     assert any("Open MPI: scatter is left" in n for n in summary["notes"])
     # beside each export, the environment that makes its library read it
     assert (tmp_path / "m.json.env").read_text() == (
-        f"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE={tmp_path / 'm.json'}\nMPIR_CVAR_DEVICE_COLLECTIVES=none\n")
+        f"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE={tmp_path / 'm.json'}\n"
+        f"MPIR_CVAR_CH4_COLL_SELECTION_TUNING_JSON_FILE={tmp_path / 'm.json.ch4.json'}\n")
+    ch4 = json.loads((tmp_path / "m.json.ch4.json").read_text())  # the device's compositions
+    assert "composition=MPIDI_Bcast_intra_composition_gamma" in json.dumps(ch4["collective=bcast"])
     assert (tmp_path / "r.env").read_text() == (
         f"OMPI_MCA_coll_tuned_use_dynamic_rules=1\nOMPI_MCA_coll_tuned_dynamic_rules_filename={tmp_path / 'r'}\n")
 
@@ -245,7 +250,8 @@ def every(tmp_path_factory):
     folder = tmp_path_factory.mktemp("every")
     t = every_algorithm_table()
     write_table(t, folder / "table.json")
-    (folder / "mpich.json").write_text(json.dumps(mpich_json(t)[0]))
+    for name, text in export_files("mpich_json", t, folder / "mpich.json")[0].items():
+        Path(name).write_text(text)
     (folder / "ompi.rules").write_text(openmpi_rules(t)[0])
     return folder
 
@@ -271,8 +277,10 @@ def test_the_in_order_check_gives_back_the_same_rules_on_every_rank(procs):
 @needs_mpi
 @pytest.mark.parametrize("procs", (1, 2, 3, 5, 8))
 def test_mpich_reads_the_exported_json_for_every_collective(every, procs):
-    env = {**os.environ, "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": str(every / "mpich.json"),
-           "MPIR_CVAR_DEVICE_COLLECTIVES": "none"}
+    """Both files of the export, MPICH's nodes made up by its cliques (2 ranks each) so that the
+    device's node-aware compositions run too."""
+    env = {**os.environ, **environment("mpich_json", every / "mpich.json"), "MPIR_CVAR_NUM_CLIQUES": str(max(1, procs // 2)),
+           "MPIR_CVAR_COLLECTIVE_FALLBACK": "error"}
     res = run_bounded([MPIEXEC, "-n", str(procs), sys.executable, "-m", "mpi4py", str(MPI_DIR / "library_check.py"),
                        LIBRARY_COUNTS], 300, f"library_check on {procs}", env=env)
     assert res.returncode == 0, res.stderr[-3000:]
@@ -283,10 +291,15 @@ def test_mpich_reads_the_exported_json_for_every_collective(every, procs):
 def test_mpich_really_reads_the_file(every, tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"collective=bcast": {"algorithm=MPIR_Bcast_intra_nonexistent": {}}}))
-    env = {**os.environ, "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": str(bad), "MPIR_CVAR_DEVICE_COLLECTIVES": "none"}
+    env = {**os.environ, "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": str(bad)}
     res = run_bounded([MPIEXEC, "-n", "2", sys.executable, "-m", "mpi4py", str(MPI_DIR / "library_check.py"), "1"],
                       120, "library_check with a bad file", env=env)
     assert res.returncode != 0 and "unrecognized key" in res.stderr + res.stdout
+    bad.write_text(json.dumps({"collective=bcast": {"composition=MPIDI_Bcast_intra_composition_nonexistent": {}}}))
+    env = {**os.environ, "MPIR_CVAR_CH4_COLL_SELECTION_TUNING_JSON_FILE": str(bad)}  # and the device's
+    res = run_bounded([MPIEXEC, "-n", "2", sys.executable, "-m", "mpi4py", str(MPI_DIR / "library_check.py"), "1"],
+                      120, "library_check with a bad ch4 file", env=env)
+    assert res.returncode != 0 and "unrecognized key composition=MPIDI_Bcast" in res.stderr + res.stdout
 
 
 def _ompi(venv: Path, procs: int, rules: Path, counts: str) -> subprocess.CompletedProcess:

@@ -54,14 +54,7 @@ from colltune.tune import (
 )
 from colltune.tune.bench import Predictor
 from colltune.sim.topology import PLACEMENTS
-from colltune.tune.export import (
-    FORMATS,
-    environment,
-    environment_text,
-    mpich_text,
-    openmpi_json_text,
-    openmpi_rules,
-)
+from colltune.tune.export import CH4_SUFFIX, FORMATS, export_files
 from colltune.tune.hybrid import HYBRID_MARGIN, SHARE_POLL, HybridPricer
 from colltune.tune.library_bench import (
     LIBRARIES,
@@ -82,20 +75,21 @@ DEFAULT_TUNE_PROCS = "2-16,24,32,48,64"
 
 
 def _outputs(output: str, files: dict[str, str | None]) -> list[str | None]:
-    """Every file a tune writes: the table, the exports asked for and their ``.env`` files."""
-    return [output, *files.values(), *(f"{f}.env" for f in files.values() if f)]
+    """Every file a tune writes: the table, the exports asked for, the MPICH export's ch4 file
+    and every export's ``.env`` file."""
+    more = [f"{f}{CH4_SUFFIX}" for k, f in files.items() if f and k == "mpich_json"]
+    return [output, *files.values(), *more, *(f"{f}.env" for f in files.values() if f)]
 
 
 def _export_files(table: DecisionTable, files: dict[str, str | None]) -> list[str]:
     """Write the requested exports of ``table``, each with ``FILE.env`` beside it (the environment
     that makes the library read it); the notes on nearest equivalents."""
     notes: list[str] = []
-    makers = {"openmpi_rules": openmpi_rules, "openmpi_json": openmpi_json_text, "mpich_json": mpich_text}
     for key, path in files.items():
         if path:
-            text, more = makers[key](table)
-            write_atomic(path, text)
-            write_atomic(f"{path}.env", environment_text(environment(key, path)))
+            written, more = export_files(key, table, path)
+            for name, text in written.items():
+                write_atomic(name, text)
             notes += [n for n in more if n not in notes]
     return notes
 

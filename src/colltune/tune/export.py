@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +50,7 @@ from colltune.tune.libraries import (
 )
 from colltune.tune.promises import Promises, flag
 from colltune.tune.table import NATIVE, Block, DecisionTable, Rule, TableError
-from colltune.tune.targets import MPICH_ALGORITHMS, OPENMPI_ALGORITHMS
+from colltune.tune.targets import COMPOSITION_NAMES, MPICH_ALGORITHMS, MPICH_FLAT_COMPOSITION, OPENMPI_ALGORITHMS
 
 #: Collectives whose Open MPI message size is the whole buffer P*m.
 _OMPI_TOTAL = {"allgather", "alltoall", "gather", "scatter"}
@@ -261,6 +262,8 @@ def _mpich_own(collective: str, rule: Rule) -> dict[str, Any]:
     kept (its reduce-scatter fallbacks; a power-of-two-only container elsewhere gives MPICH's
     default decision)."""
     a = MPICH_ALGORITHMS[(collective, rule.algorithm)]
+    if a.composition:
+        return mpich_default(collective)  # the composition runs MPICH's own algorithms inside
     if a.reduce_scatter_fallback:
         return _guard_pof2(collective, a.name, a.reduce_scatter_fallback)
     leaf = _mpich_leaf(collective, a.name, {**a.fixed, **rule.params})
@@ -295,16 +298,17 @@ def _mpich_branch(collective: str, rule: Rule, procs_max: int, notes: list[str],
     return _mpich_leaf(collective, m.name, params)
 
 
-def _mpich_sizes(collective: str, block: Block, procs: int, procs_max: int, notes: list[str],
-                 own: bool) -> dict[str, Any]:
+def _mpich_sizes(collective: str, block: Block, procs: int, branch: Callable[[Rule], dict[str, Any]]) -> dict[str, Any]:
+    """``block``'s rules as one size test each (MPICH's ``avg_msg_size`` or ``total_msg_size``
+    for ``procs`` ranks), each rule's subtree made by ``branch``."""
     if collective == "barrier":
-        return _mpich_branch(collective, block.rules[0], procs_max, notes, own)
+        return branch(block.rules[0])
     avg = collective in MPICH_AVG
     key, scale = ("avg_msg_size", 1) if avg else ("total_msg_size", procs)
     out: dict[str, Any] = {}
     for r in block.rules:
         cond = f"{key}=any" if r.size_max is None else f"{key}<={r.size_max * scale}"
-        out[cond] = _mpich_branch(collective, r, procs_max, notes, own)
+        out[cond] = branch(r)
     return out
 
 
@@ -391,7 +395,7 @@ def mpich_json(table: DecisionTable) -> tuple[dict[str, Any], list[str]]:
         if blocks and blocks[0].procs_min > 1:
             intra[f"comm_size<={blocks[0].procs_min - 1}"] = default
         for lo, hi, block in _procs_blocks(blocks, coll not in MPICH_AVG and coll != "barrier"):
-            body = _mpich_sizes(coll, block, lo, hi, notes, own)
+            body = _mpich_sizes(coll, block, lo, lambda r, hi=hi: _mpich_branch(coll, r, hi, notes, own))
             intra[f"comm_size<={hi}"] = _inplace_guard(body) if coll == "alltoall" else body
         intra["comm_size=any"] = default
         tree[f"collective={coll}"] = {"comm_type=intra": intra, "comm_type=inter": {f"algorithm={inter}": {}}}
@@ -409,6 +413,102 @@ def mpich_text(table: DecisionTable) -> tuple[str, list[str]]:
     return json.dumps(tree, indent=1) + "\n", notes
 
 
+def _composition(collective: str, number: int) -> dict[str, Any]:
+    return {f"composition=MPIDI_{_cap(collective)}_intra_composition_{COMPOSITION_NAMES[number]}": {}}
+
+
+#: MPICH 5.0's default ch4 composition selection (``maint/tuning/coll/ch4/generic.json``), the
+#: intra-communicator subtree of each collective: what a ``native`` rule hands back, and what the
+#: collectives colltune does not decide keep.  ``comm_size<8`` is kept as MPICH writes it (its
+#: selection search reads it as ``<= 8``, see :func:`mpich_default`): the default as MPICH runs it.
+def mpich_ch4_default(collective: str) -> dict[str, Any]:
+    """MPICH's default ch4 composition subtree of ``collective`` (see above)."""
+    c = _composition
+    if collective == "bcast":
+        return {"comm_hierarchy=parent": {
+                    "comm_size<8": {"avg_msg_size=any": c("bcast", 1)},
+                    "comm_size=pow2": {"avg_msg_size<12288": c("bcast", 1), "avg_msg_size<524288": c("bcast", 2),
+                                       "avg_msg_size=any": c("bcast", 3)},
+                    "comm_size=any": {"avg_msg_size<12288": c("bcast", 1), "avg_msg_size=any": c("bcast", 3)}},
+                "comm_hierarchy=any": c("bcast", 3)}
+    if collective == "allreduce":
+        return {"comm_size=node_comm_size": c("allreduce", 3),
+                "comm_size=any": {"comm_hierarchy=parent": {"is_commutative=yes": {"avg_msg_size=any": c("allreduce", 1)},
+                                                            "is_commutative=no": c("allreduce", 2)},
+                                  "comm_hierarchy=any": c("allreduce", 2)}}
+    if collective == "reduce":
+        return {"comm_hierarchy=parent": {"is_commutative=yes": {"avg_msg_size<=2048": c("reduce", 2),
+                                                                 "avg_msg_size=any": c("reduce", 1)},
+                                          "is_commutative=no": c("reduce", 3)},
+                "comm_hierarchy=any": c("reduce", 3)}
+    if collective == "barrier":
+        return {"comm_hierarchy=parent": c("barrier", 1), "comm_hierarchy=any": c("barrier", 2)}
+    if collective in ("alltoall", "allgather"):
+        return c(collective, 2)
+    return c(collective, 1)
+
+
+#: The collectives of MPICH's ch4 selection that colltune does not decide, as MPICH's default has them.
+_CH4_UNTUNED = ("gatherv", "scatterv", "alltoallv", "alltoallw", "allgatherv", "reduce_scatter",
+                "reduce_scatter_block", "exscan")
+
+
+def _ch4_branch(collective: str, rule: Rule, own: bool) -> dict[str, Any]:
+    """A rule as a ch4 composition: ``native``, MPICH's default composition subtree; a composition
+    decided by the tuner, that composition on a communicator that spans nodes (MPICH's own
+    guards: a parent communicator, a commutative operation; its network-only one elsewhere);
+    anything else, the network-only composition, where the MPIR selection file decides."""
+    if rule.algorithm == NATIVE:
+        return mpich_ch4_default(collective)
+    flat = MPICH_FLAT_COMPOSITION.get(collective)
+    if flat is None:
+        return mpich_ch4_default(collective)  # gather, scatter: one composition, network only
+    number = MPICH_ALGORITHMS[(collective, rule.algorithm)].composition if own else 0
+    if not number:
+        return _composition(collective, flat)
+    chosen = _composition(collective, number)
+    if collective in ("reduce", "allreduce"):
+        chosen = {"is_commutative=yes": chosen, "is_commutative=no": _composition(collective, flat)}
+    return {"comm_hierarchy=parent": chosen, "comm_hierarchy=any": _composition(collective, flat)}
+
+
+def mpich_ch4_json(table: DecisionTable) -> dict[str, Any]:
+    """The ch4 device's composition selection (``MPIR_CVAR_CH4_COLL_SELECTION_TUNING_JSON_FILE``)
+    for ``table``: per collective and size, the node-aware composition the tuner chose, MPICH's
+    default where it chose ``native``, and the network-only composition where it chose an MPIR
+    container (so that the MPIR selection file of :func:`mpich_json` decides on the whole
+    communicator); the collectives colltune does not decide keep MPICH's defaults."""
+    _require_library(table, "mpich", "MPICH")
+    own = table.library == "mpich"
+    tree: dict[str, Any] = {}
+    for coll in _MPICH_INTER:
+        blocks = table.collectives.get(coll, ())
+        default = mpich_ch4_default(coll)
+        intra: dict[str, Any] = {}
+        if blocks and blocks[0].procs_min > 1:
+            intra[f"comm_size<={blocks[0].procs_min - 1}"] = default
+        for lo, hi, block in _procs_blocks(blocks, coll not in MPICH_AVG and coll != "barrier"):
+            intra[f"comm_size<={hi}"] = _mpich_sizes(coll, block, lo, lambda r: _ch4_branch(coll, r, own))
+        intra["comm_size=any"] = default
+        tree[f"collective={coll}"] = {"comm_type=intra": intra}
+    for coll in _CH4_UNTUNED:
+        tree[f"collective={coll}"] = {"comm_type=intra": mpich_ch4_default(coll)}
+    tree["collective=scan"] = {"is_node_consecutive=yes": {"composition=MPIDI_Scan_intra_composition_alpha": {}},
+                               "is_node_consecutive=no": {"composition=MPIDI_Scan_intra_composition_beta": {}}}
+    return tree
+
+
+#: Where the ch4 composition file of an MPICH export at ``FILE`` goes: ``FILE.ch4.json``.
+CH4_SUFFIX = ".ch4.json"
+
+
+def mpich_files(table: DecisionTable, path: str | os.PathLike[str]) -> tuple[dict[str, str], list[str]]:
+    """The files of an MPICH export at ``path`` by name: the MPIR selection (``path``) and the ch4
+    compositions (``path`` + :data:`CH4_SUFFIX`); and the notes."""
+    text, notes = mpich_text(table)
+    return {str(path): text, f"{path}{CH4_SUFFIX}": json.dumps(mpich_ch4_json(table), indent=1) + "\n"}, notes
+
+
 #: The export formats: what each file is for.
 FORMATS = {"mpich_json": "MPICH selection JSON", "openmpi_rules": "Open MPI rules", "openmpi_json": "Open MPI 6 JSON rules"}
 
@@ -416,15 +516,32 @@ FORMATS = {"mpich_json": "MPICH selection JSON", "openmpi_rules": "Open MPI rule
 def environment(kind: str, path: str | os.PathLike[str]) -> dict[str, str]:
     """The environment that makes an MPI library read the export of ``kind`` (a key of
     :data:`FORMATS`) written at ``path`` (made absolute, as a job may start elsewhere): MPICH's
-    selection file, and ``MPIR_CVAR_DEVICE_COLLECTIVES=none`` so that every collective goes
-    through the selection the file describes rather than the device's own; Open MPI's dynamic
-    rules on, from the file (classic rules or, for Open MPI 6, JSON)."""
+    selection file and its ch4 composition file (``FILE`` + :data:`CH4_SUFFIX`); Open MPI's
+    dynamic rules on, from the file (classic rules or, for Open MPI 6, JSON)."""
     where = str(Path(path).resolve())
     if kind == "mpich_json":
-        return {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": where, "MPIR_CVAR_DEVICE_COLLECTIVES": "none"}
+        return {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": where,
+                "MPIR_CVAR_CH4_COLL_SELECTION_TUNING_JSON_FILE": where + CH4_SUFFIX}
     if kind in ("openmpi_rules", "openmpi_json"):
         return {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1", "OMPI_MCA_coll_tuned_dynamic_rules_filename": where}
     raise ValueError(f"unknown export format {kind!r}; valid: {', '.join(FORMATS)}")
+
+
+def export_files(kind: str, table: DecisionTable, path: str | os.PathLike[str]) -> tuple[dict[str, str], list[str]]:
+    """Every file of ``table``'s export of ``kind`` (a key of :data:`FORMATS`) at ``path``, by
+    name, with ``path.env`` (the environment that makes the library read them: :func:`environment`);
+    and the notes on nearest equivalents."""
+    if kind == "mpich_json":
+        files, notes = mpich_files(table, path)
+    elif kind == "openmpi_rules":
+        text, notes = openmpi_rules(table)
+        files = {str(path): text}
+    elif kind == "openmpi_json":
+        text, notes = openmpi_json_text(table)
+        files = {str(path): text}
+    else:
+        raise ValueError(f"unknown export format {kind!r}; valid: {', '.join(FORMATS)}")
+    return {**files, f"{path}.env": environment_text(environment(kind, path))}, notes
 
 
 def environment_text(env: dict[str, str]) -> str:

@@ -5,9 +5,9 @@ alone with a barrier between calls, warm-up, iterations, the slowest rank's aver
 time with the library's ``mpicc``, runs under the library twice per round: once as the library
 comes (its defaults) and once with the decision table exported to the library's own file:
 
-* MPICH: the selection JSON (:func:`~colltune.tune.export.mpich_text`) named by
-  ``MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE``, with ``MPIR_CVAR_DEVICE_COLLECTIVES=none`` so that
-  the ch4 device uses that tree (docs/tune.md);
+* MPICH: the MPIR selection JSON and the ch4 device's composition JSON
+  (:func:`~colltune.tune.export.mpich_files`), named by ``MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE``
+  and ``MPIR_CVAR_CH4_COLL_SELECTION_TUNING_JSON_FILE`` (docs/tune.md);
 * Open MPI: the coll/tuned rules file (:func:`~colltune.tune.export.openmpi_rules`) with
   ``coll_tuned_use_dynamic_rules`` on, as ``OMPI_MCA_`` environment variables.
 
@@ -67,7 +67,7 @@ from colltune.errors import ColltuneError
 from colltune.files import parse_record, read_json, write_atomic
 from colltune.models import ParamSet
 from colltune.profiles.format import Provenance
-from colltune.tune.export import environment, mpich_text, openmpi_rules
+from colltune.tune.export import environment, export_files
 from colltune.tune.forcing import openmpi_forcing_environment
 from colltune.tune.table import DecisionTable, fixed_table, write_table
 
@@ -154,15 +154,12 @@ def build_client(tools: Toolchain, cache: Path | None = None) -> Path:
 def exported(table: DecisionTable, library: str, directory: Path) -> tuple[dict[str, str], list[str]]:
     """Write ``table`` as ``library``'s file in ``directory``; the environment that makes the library
     read it, and the export's notes on nearest equivalents."""
-    if library == "mpich":
-        text, notes = mpich_text(table)
-        path = directory / "mpich.json"
-        write_atomic(path, text)
-        return environment("mpich_json", path), notes
-    text, notes = openmpi_rules(table)
-    path = directory / "ompi.rules"
-    write_atomic(path, text)
-    return environment("openmpi_rules", path), notes
+    kind, path = ("mpich_json", directory / "mpich.json") if library == "mpich" else \
+        ("openmpi_rules", directory / "ompi.rules")
+    files, notes = export_files(kind, table, path)
+    for name, text in files.items():
+        write_atomic(name, text)
+    return environment(kind, path), notes
 
 
 def preloaded(table: DecisionTable, directory: Path) -> tuple[dict[str, str], list[str]]:
@@ -179,7 +176,8 @@ def preloaded(table: DecisionTable, directory: Path) -> tuple[dict[str, str], li
 
 
 #: Environment variables that would change what the library runs: unset for the default runs.
-_SELECTION_VARIABLES = ("MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE", "MPIR_CVAR_DEVICE_COLLECTIVES")
+_SELECTION_VARIABLES = ("MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE", "MPIR_CVAR_CH4_COLL_SELECTION_TUNING_JSON_FILE",
+                        "MPIR_CVAR_CH4_POSIX_COLL_SELECTION_TUNING_JSON_FILE", "MPIR_CVAR_DEVICE_COLLECTIVES")
 #: ... and every variable of Open MPI's coll/tuned (its rules file, its forced algorithms).
 _SELECTION_PREFIX = "OMPI_MCA_coll_tuned_"
 

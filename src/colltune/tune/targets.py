@@ -78,6 +78,9 @@ class LibraryAlgorithm:
     #: segment size 0): the hybrid tuner times a variant with these whatever its prediction, until
     #: its timings put it far behind (:meth:`colltune.tune.hybrid.HybridPricer.timed_far_behind`).
     library_defaults: Params = field(default_factory=dict)
+    #: MPICH: the ch4 device's composition (``MPIR_CVAR_<COLL>_COMPOSITION``, 1 = alpha, ...) this
+    #: entry is; 0 for an MPIR container, which runs inside the collective's network-only composition.
+    composition: int = 0
 
 
 def _same(algorithm: str, params: Params | None = None) -> Callable[[int, int, Params], tuple[str, Params]]:
@@ -143,6 +146,33 @@ def _allreduce_ring(procs: int, size: int, p: Params) -> tuple[str, Params]:
     return "ring", {"segment_size": max(1, size)}  # MPICH's ring sends each block whole
 
 
+def _composition(collective: str) -> Callable[[int, int, Params], tuple[str, Params]]:
+    """MPICH's node-aware composition alpha of ``collective`` (``MPIDI_<Coll>_intra_composition_alpha``,
+    ``src/mpid/ch4/src/ch4_coll_impl.h``): the nodes' leaders run MPICH's own MPIR algorithm among
+    themselves, each node its shared-memory one; priced as colltune's ``hierarchical`` with MPICH's
+    default algorithm at the leaders' level (:func:`colltune.tune.native.native_equivalent`, taken
+    at P rather than at the count of nodes) and trees within the hosts.  Unavailable where no
+    rank shares a host with another (the composition is then MPICH's flat one)."""
+    from colltune.tune.native import native_equivalent
+
+    def equivalent(procs: int, size: int, p: Params) -> tuple[str, Params]:
+        inter = native_equivalent(collective, procs, size)[0]
+        if collective == "allreduce":
+            return "hierarchical", {"inter": inter, "intra_reduce": "binomial_tree", "intra_bcast": "binomial_tree"}
+        if collective == "barrier":
+            return "hierarchical", {"inter": inter, "intra": "tree"}
+        return "hierarchical", {"inter": inter, "intra": "binomial_tree"}
+    return equivalent
+
+
+#: MPICH's ch4 compositions by number (``MPIR_CVAR_<COLL>_COMPOSITION``; 0 is its own selection).
+COMPOSITION_NAMES = {1: "alpha", 2: "beta", 3: "gamma", 4: "delta"}
+#: The network-only composition of each collective that has a composition variable: the one that
+#: runs MPICH's MPIR selection (``MPIR_<Coll>_impl``) on the whole communicator, where an MPIR
+#: container decided by colltune runs.  Gather and scatter have a single, network-only composition.
+MPICH_FLAT_COMPOSITION = {"bcast": 3, "reduce": 3, "allreduce": 2, "barrier": 2, "allgather": 2, "alltoall": 2}
+
+
 # Non-blocking sends, pre-posted receives: what colltune's schedules do (see colltune.tune.libraries).
 _TREE_KEYS = {"is_non_blocking": 1, "topo_overhead": 0, "topo_diff_groups": 0, "topo_diff_switches": 0,
               "topo_same_switches": 0}
@@ -183,16 +213,22 @@ MPICH_ALGORITHMS: dict[tuple[str, str], LibraryAlgorithm] = {(a.collective, a.na
        reduce_scatter_fallback="recursive_doubling"),
     _L("allreduce", "ring", "ring reduce-scatter, then ring allgather, each block whole", _allreduce_ring),
     _L("barrier", "k_dissemination", "dissemination (k = 2)", _same("dissemination"), lambda procs, size: [{"k": 2}],
-       ("k",), tried="k = 2"),
+       ("k",), tried="k = 2"),    *(_L(coll, "composition_alpha", "the ch4 device's node-aware composition: MPICH's own algorithm among one "
+         "leader per node, shared memory within each node" + (" (commutative operations)" if coll in
+                                                               ("reduce", "allreduce") else ""),
+         _composition(coll), exact=False, composition=1)
+      for coll in ("bcast", "reduce", "allreduce", "barrier")),
 )}
 
 #: MPICH containers that are not candidates yet, and why.
 MPICH_UNPRICED: dict[str, str] = {
-    "bcast": "smp (ranks sharing a node), circ_graph; tree and pipelined_tree with shapes other than those above",
-    "allgather": "k_brucks, recexch_doubling, recexch_halving, circ_graph",
-    "alltoall": "k_brucks; pairwise_sendrecv_replace (in place only)",
-    "reduce": "smp, circ_graph",
-    "allreduce": "recursive_multiplying, tree, recexch, k_reduce_scatter_allgather, smp, ccl",
+    "bcast": "smp, circ_graph; tree and pipelined_tree with shapes other than those above; compositions beta "
+             "and delta",
+    "allgather": "k_brucks, recexch_doubling, recexch_halving, circ_graph; the multi-leader composition",
+    "alltoall": "k_brucks; pairwise_sendrecv_replace (in place only); the multi-leader composition",
+    "reduce": "smp, circ_graph; composition beta",
+    "allreduce": "recursive_multiplying, tree, recexch, k_reduce_scatter_allgather, smp, ccl; the multi-leader "
+                 "composition (delta)",
     "barrier": "k_dissemination with k > 2, recexch, smp",
 }
 
