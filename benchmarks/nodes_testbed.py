@@ -2,12 +2,12 @@
 run through the interposition library, and its MPICH export gain a C program when hosts run
 several ranks, placed by block or round-robin.
 
-Run: ``python benchmarks/nodes_testbed.py [--shapes 4x2,2x4] [--placements block,round-robin]
-[--steps preload,mpich] [--link 100Mbit] [--max-size 512KiB] [--rounds 3] [--keep DIR]
-[--results DIR]``.
+Run: ``python benchmarks/nodes_testbed.py [--configs 4x2/block/mpich,2x4/round-robin/preload,...]
+[--runs 3] [--link 100Mbit] [--max-size 512KiB] [--rounds 3] [--keep DIR] [--results DIR]``.
 
-For each shape HOSTSxRANKS and placement, it brings up a testbed (``colltune testbed up --hosts
-HOSTS --ranks-per-host RANKS``, one switch, ``--link`` links), then as a user would:
+For each configuration HOSTSxRANKS/PLACEMENT/STEP (default: every shape 4x2 and 2x4, placement
+and step), ``--runs`` times, it brings up a testbed (``colltune testbed up --hosts HOSTS
+--ranks-per-host RANKS``, one switch, ``--link`` links), then as a user would:
 
 1. ``colltune testbed run --placement P -- python -m colltune probe -o profile.json``: the default
    probe, given no topology (it finds the hosts, measures shared memory between two ranks of one
@@ -25,8 +25,9 @@ HOSTS --ranks-per-host RANKS``, one switch, ``--link`` links), then as a user wo
    allgather, alltoall, reduce and allreduce at 4 KiB to ``--max-size`` (target: 1.10x with block
    placement, no size below 0.95x).
 
-It prints per configuration and step the geometric mean of default / with colltune over the sizes
-and the worst size, writes ``benchmarks/results/nodes_testbed.json`` and tears each testbed down.
+It prints per run the geometric mean of default / with colltune over the sizes and the worst
+size, writes ``benchmarks/results/nodes_testbed.json`` (per configuration: the median geometric
+mean of the runs with their range, the worst size over all runs) and tears each testbed down.
 8 ranks on 2 cores: each job's ranks share this machine's cores, as on the one-rank-per-host
 testbed; the client alternates the defaults and colltune's runs so that both meet the same load.
 """
@@ -73,42 +74,36 @@ def gains(path: Path) -> tuple[float, float, int, dict[str, float]]:
     return geomean([c.speedup for c in cells]), worst.speedup, worst.size, per
 
 
-def run_config(shape: str, placement: str, args: argparse.Namespace, d: Path) -> list[dict]:
-    """Probe, tune and bench one shape and placement; a row per step."""
+def run_config(shape: str, placement: str, step: str, args: argparse.Namespace, d: Path) -> dict:
+    """Probe, tune and bench one shape, placement and step on a fresh testbed; its row."""
     hosts, per_host = (int(x) for x in shape.split("x"))
-    tag = f"{shape}-{placement}"
+    tag = f"{shape}-{placement}-{step}"
     colltune("testbed", "up", "--hosts", str(hosts), "--ranks-per-host", str(per_host), "--link", args.link)
     run = ["testbed", "run", "--placement", placement, "--"]
     bench = ["bench", "--library", "mpich", "--testbed", "colltune", "--placement", placement,
              "--rounds", str(args.rounds)]
-    rows = []
     try:
         print(f"[{tag}] probe ...", flush=True)
         start = time.perf_counter()
         profile = d / f"profile-{tag}.json"
         colltune(*run, sys.executable, "-m", "colltune", "probe", "-o", str(profile))
         probe_s = time.perf_counter() - start
-        if "preload" in args.steps:
+        table, out = d / f"table-{tag}.json", d / f"bench-{tag}.json"
+        if step == "preload":
             print(f"[{tag}] tune (simulate) and bench through LD_PRELOAD ...", flush=True)
-            table = d / f"table-{tag}.json"
             colltune("tune", "--method", "simulate", "--profile", str(profile), "--procs", str(hosts * per_host),
                      "--max-size", args.max_size, *(f"-c{c}" for c in PRELOAD_COLLECTIVES), "-o", str(table))
-            out = d / f"preload-{tag}.json"
             colltune(*bench, "--preload", "--table", str(table), "--sizes",
                      ",".join(map(str, sizes_from(64 * KiB, args.largest))), "-o", str(out))
-            rows.append(row(shape, placement, "preload", out, probe_s))
-        if "mpich" in args.steps:
+        else:
             print(f"[{tag}] tune --library mpich in the job and bench the export ...", flush=True)
-            table = d / f"mpich-table-{tag}.json"
             colltune(*run, sys.executable, "-m", "colltune", "tune", "--library", "mpich", "--max-size", args.max_size,
                      *(f"-c{c}" for c in EXPORT_COLLECTIVES), "-o", str(table))
-            out = d / f"mpich-{tag}.json"
             colltune(*bench, "--table", str(table), "--sizes", ",".join(map(str, sizes_from(4 * KiB, args.largest))),
                      "-o", str(out))
-            rows.append(row(shape, placement, "mpich", out, probe_s))
+        return row(shape, placement, step, out, probe_s)
     finally:
         subprocess.run([sys.executable, "-m", "colltune", "testbed", "down"], check=False, capture_output=True)
-    return rows
 
 
 def row(shape: str, placement: str, step: str, path: Path, probe_s: float) -> dict:
@@ -122,37 +117,72 @@ def row(shape: str, placement: str, step: str, path: Path, probe_s: float) -> di
     return line
 
 
-def write_results(args: argparse.Namespace, rows: list[dict]) -> None:
+def write_results(args: argparse.Namespace, runs: dict[tuple[str, str, str], list[dict]]) -> None:
+    """One row per configuration: the median of its runs' geometric means with their range, and the
+    worst size over all its runs."""
+    import statistics
+
     from colltune.report.results import Headline, Table, save
 
     headline, table = [], []
-    for r in rows:
-        target = TARGETS.get((r["step"], r["placement"]))
-        what = "colltune's table through LD_PRELOAD" if r["step"] == "preload" else "MPICH export"
+    for (shape, placement, step), rows in runs.items():
+        means = [r["geomean"] for r in rows]
+        worst = min(rows, key=lambda r: r["worst"])
+        mean = statistics.median(means)
+        target = TARGETS.get((step, placement))
+        what = "colltune's table through LD_PRELOAD" if step == "preload" else "MPICH export"
         if target:
-            headline.append(Headline(figure=f"{r['shape']} {r['placement']}: {what} / MPICH defaults (worst size)",
-                                     value=f"{r['geomean']:.2f}x ({r['worst']:.2f}x)",
+            headline.append(Headline(figure=f"{shape} {placement}: {what} / MPICH defaults, median of {len(rows)} "
+                                            f"runs (worst size of all)",
+                                     value=f"{mean:.2f}x ({worst['worst']:.2f}x)",
                                      target=f"{target[0]}x ({target[1]}x)"))
-        table.append((r["shape"], r["placement"], what, round(r["geomean"], 3), round(r["worst"], 3), r["worst_size"],
-                      ", ".join(f"{c} {g:.2f}" for c, g in r["per"].items()), round(r["probe_s"])))
+        per = {c: statistics.median(r["per"][c] for r in rows) for c in rows[0]["per"]}
+        table.append((shape, placement, what, len(rows), round(mean, 3), f"{min(means):.2f}-{max(means):.2f}",
+                      round(worst["worst"], 3), worst["worst_size"],
+                      " ".join(f"{r['worst']:.2f}" for r in rows),
+                      ", ".join(f"{c} {g:.2f}" for c, g in per.items()),
+                      round(statistics.median(r["probe_s"] for r in rows))))
     path = save(__file__, args.results, title="Hosts of several ranks: what colltune gains a C program",
                 what=f"On the testbed ({args.link} star) with several ranks per host, block or round-robin: the "
                      "default probe without a topology, then the OSU-like C client with MPICH's defaults against "
                      "colltune's table (flat and hierarchical algorithms, tuned by simulation on the probed "
-                     "profile) through LD_PRELOAD, and against the MPICH export of a tune --library mpich; "
-                     f"speedup = default / with colltune, medians of {args.rounds} alternating rounds.",
+                     "profile) through LD_PRELOAD, and against the MPICH export of a tune --library mpich (MPICH's "
+                     "containers and node-aware compositions, timed in the job); speedup = default / with "
+                     f"colltune, medians of {args.rounds} alternating rounds; each configuration run from a fresh "
+                     "testbed (probe, tune, bench) several times.",
                 headline=headline[:4],
-                tables=[Table(columns=("shape", "placement", "colltune", "geomean", "worst", "worst size (B)",
-                                       "per collective", "probe (s)"), rows=tuple(table))],
+                tables=[Table(columns=("shape", "placement", "colltune", "runs", "geomean (median)", "geomean range",
+                                       "worst", "worst size (B)", "worst per run", "per collective (median)",
+                                       "probe (s)"), rows=tuple(table))],
                 root=True, mpi="MPICH")
     print(f"results written to {path}")
 
 
+STEPS = ("preload", "mpich")
+
+
+def configurations(text: str | None) -> list[tuple[str, str, str]]:
+    """``SHAPE/PLACEMENT/STEP`` triples from ``--configs`` (default: every shape, placement and step)."""
+    from colltune.sim.topology import PLACEMENTS
+
+    if text is None:
+        return [(s, p, st) for s in ("4x2", "2x4") for p in PLACEMENTS for st in STEPS]
+    out = []
+    for item in text.split(","):
+        parts = item.split("/")
+        if len(parts) != 3 or parts[1] not in PLACEMENTS or parts[2] not in STEPS or \
+                not all(x.isdigit() and int(x) > 0 for x in parts[0].split("x")) or parts[0].count("x") != 1:
+            sys.exit(f"--configs {item!r}: want HOSTSxRANKS/PLACEMENT/STEP, placement one of "
+                     f"{', '.join(PLACEMENTS)}, step one of {', '.join(STEPS)}")
+        out.append((parts[0], parts[1], parts[2]))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shapes", default="4x2,2x4", help="HOSTSxRANKS, comma-separated [default: 4x2,2x4]")
-    parser.add_argument("--placements", default="block,round-robin")
-    parser.add_argument("--steps", default="preload,mpich", help="preload, mpich or both [default: both]")
+    parser.add_argument("--configs", help="HOSTSxRANKS/PLACEMENT/STEP, comma-separated [default: every shape "
+                                          "4x2 and 2x4, placement and step]")
+    parser.add_argument("--runs", type=int, default=3, help="runs of each configuration [default: 3]")
     parser.add_argument("--link", default="100Mbit")
     parser.add_argument("--max-size", default="512KiB")
     parser.add_argument("--rounds", type=int, default=3)
@@ -162,15 +192,18 @@ def main() -> None:
     from colltune.units import parse_bytes
 
     args.largest = parse_bytes(args.max_size)
-    args.steps = set(args.steps.split(","))
-    if not args.steps <= {"preload", "mpich"}:
-        sys.exit("--steps: preload, mpich or both")
+    configs = configurations(args.configs)
+    if args.runs < 1:
+        sys.exit("--runs: at least 1")
+    runs: dict[tuple[str, str, str], list[dict]] = {}
     with tempfile.TemporaryDirectory(prefix="colltune-nodes-") as tmp:
-        d = Path(args.keep) if args.keep else Path(tmp)
-        d.mkdir(parents=True, exist_ok=True)
-        rows = [r for shape in args.shapes.split(",") for placement in args.placements.split(",")
-                for r in run_config(shape, placement, args, d)]
-    write_results(args, rows)
+        root = Path(args.keep) if args.keep else Path(tmp)
+        for i in range(args.runs):  # every configuration once per pass, so that a slow spell spreads
+            d = root / f"run{i + 1}"
+            d.mkdir(parents=True, exist_ok=True)
+            for config in configs:
+                runs.setdefault(config, []).append(run_config(*config, args, d))
+    write_results(args, runs)
 
 
 if __name__ == "__main__":

@@ -93,8 +93,8 @@ def test_the_export_writes_exactly_what_was_decided(tuned: DecisionTable) -> Non
         text = json.dumps(tree[f"collective={coll}"])
         for block in blocks:
             for rule in block.rules:
-                if rule.algorithm == NATIVE:
-                    continue
+                if rule.algorithm == NATIVE or MPICH_ALGORITHMS[(coll, rule.algorithm)].composition:
+                    continue  # MPICH's own tree; a composition goes in the device's file
                 a = MPICH_ALGORITHMS[(coll, rule.algorithm)]
                 container = f"algorithm=MPIR_{coll.capitalize()}_intra_{rule.algorithm}"
                 assert container in text
@@ -481,3 +481,62 @@ def test_mpich_trees_are_exported_as_colltune_runs_them(algorithm: str) -> None:
     from colltune.tune.targets import MPICH_ALGORITHMS
     for name in ("tree", "pipelined_tree"):
         assert MPICH_ALGORITHMS[("bcast", name)].fixed["is_non_blocking"] == 1
+
+
+def test_a_composition_goes_in_the_device_file_and_a_container_in_the_network_only_composition() -> None:
+    """bcast: MPICH's own choice up to 1 KiB, the node-aware composition up to 64 KiB, the
+    binomial container above; reduce: the composition, guarded for non-commutative operations."""
+    from colltune.tune.export import mpich_ch4_default, mpich_ch4_json, mpich_default
+
+    rules = (Rule(size_min=0, size_max=1023, algorithm=NATIVE), Rule(size_min=1024, size_max=65535,
+             algorithm="composition_alpha"), Rule(size_min=65536, size_max=None, algorithm="binomial"))
+    table = DecisionTable(method="model", provenance=Provenance(source="tests"), library="mpich", collectives={
+        "bcast": (Block(procs_min=8, procs_max=8, tuned_at=(8,), rules=rules),),
+        "reduce": (Block(procs_min=8, procs_max=8, tuned_at=(8,), rules=(
+            Rule(size_min=0, size_max=None, algorithm="composition_alpha"),)),)})
+    ch4 = mpich_ch4_json(table)
+    bcast = ch4["collective=bcast"]["comm_type=intra"]
+    assert bcast["comm_size<=7"] == bcast["comm_size=any"] == mpich_ch4_default("bcast")  # other sizes: MPICH's
+    assert bcast["comm_size<=8"] == {
+        "avg_msg_size<=1023": mpich_ch4_default("bcast"),
+        "avg_msg_size<=65535": {"comm_hierarchy=parent": {"composition=MPIDI_Bcast_intra_composition_alpha": {}},
+                                "comm_hierarchy=any": {"composition=MPIDI_Bcast_intra_composition_gamma": {}}},
+        "avg_msg_size=any": {"composition=MPIDI_Bcast_intra_composition_gamma": {}}}
+    reduce = ch4["collective=reduce"]["comm_type=intra"]["comm_size<=8"]["avg_msg_size=any"]
+    assert reduce == {"comm_hierarchy=parent": {
+        "is_commutative=yes": {"composition=MPIDI_Reduce_intra_composition_alpha": {}},
+        "is_commutative=no": {"composition=MPIDI_Reduce_intra_composition_gamma": {}}},
+        "comm_hierarchy=any": {"composition=MPIDI_Reduce_intra_composition_gamma": {}}}
+    # the collectives colltune does not decide keep MPICH's default compositions
+    assert ch4["collective=alltoall"]["comm_type=intra"]["comm_size=any"] == {
+        "composition=MPIDI_Alltoall_intra_composition_beta": {}}
+    assert ch4["collective=allgatherv"] == {"comm_type=intra": {"composition=MPIDI_Allgatherv_intra_composition_alpha": {}}}
+    # the MPIR file: MPICH's own algorithms inside the composition, the container where it was chosen
+    mpir = mpich_json(table)[0]["collective=bcast"]["comm_type=intra"]["comm_size<=8"]
+    assert mpir["avg_msg_size<=65535"] == mpich_default("bcast")
+    assert mpir["avg_msg_size=any"] == {"algorithm=MPIR_Bcast_intra_binomial": {}}
+
+
+def test_native_is_mpichs_node_aware_composition_where_ranks_share_hosts() -> None:
+    from colltune.tune.native import native_equivalent, native_on_hosts
+
+    shared, apart = (0, 0, 1, 1, 2, 2, 3, 3), tuple(range(8))
+    assert native_on_hosts("bcast", shared, 65536) == ("hierarchical", {"inter": "binomial_tree",
+                                                                        "intra": "binomial_tree"})
+    assert native_on_hosts("allreduce", shared, 65536)[1]["inter"] == native_equivalent("allreduce", 4, 65536)[0]
+    assert native_on_hosts("barrier", shared, 0)[0] == "hierarchical"
+    for coll in ("gather", "scatter", "allgather", "alltoall"):  # network-only compositions
+        assert native_on_hosts(coll, shared, 4096) == native_equivalent(coll, 8, 4096)
+    for hosts in (apart, (0,) * 8):  # one rank a host, or one host: no composition to speak of
+        assert native_on_hosts("bcast", hosts, 65536) == native_equivalent("bcast", 8, 65536)
+    sixteen = tuple(r // 2 for r in range(16))  # 2^k ranks: the flat broadcast from 512 KiB
+    assert native_on_hosts("bcast", sixteen, 1 << 20) == native_equivalent("bcast", 16, 1 << 20)
+    assert native_on_hosts("bcast", sixteen, 1 << 16)[0] == "hierarchical"
+    # the simulator prices native so where its topology's ranks share hosts
+    profile = load_profile("builtin:ethernet-10g-tcp")
+    from colltune.sim import star
+
+    topology = star(4, 1.25e9, 5e-6).placed(2)
+    on_hosts = SimPricer(profile.params("loggp"), "loggops", topology)
+    assert on_hosts.price("bcast", NATIVE, 8, 65536, {}) == on_hosts.price(
+        "bcast", "hierarchical", 8, 65536, {"inter": "binomial_tree", "intra": "binomial_tree"})

@@ -2,8 +2,10 @@
 
 ``native`` is the MPI library's own collective.  A model or a simulation cannot time it
 directly, so the tuner prices it as the registry algorithm the library would pick by default:
-MPICH's default selection (the tree compiled into MPICH 5.0, :data:`NATIVE_SOURCE`), with every
-rank on one level (no SMP hierarchy) and counts in one-byte elements.
+MPICH's default selection (the tree compiled into MPICH 5.0, :data:`NATIVE_SOURCE`), counts in
+one-byte elements.  Where ranks share hosts, MPICH's ch4 device first picks a composition
+(:func:`native_on_hosts`, ``maint/tuning/coll/ch4/generic.json``): broadcast, reduce, allreduce
+and barrier then run among one leader per node with shared memory within the nodes.
 The measuring tuner (``--method measure``) times ``native`` itself instead.
 """
 
@@ -62,3 +64,33 @@ def native_equivalent(collective: str, procs: int, size: int) -> tuple[str, dict
     if collective == "barrier":
         return "dissemination", {}
     raise ValueError(f"no native equivalent for {collective!r}")
+
+
+def native_on_hosts(collective: str, hosts: tuple[int, ...], size: int) -> tuple[str, dict[str, Any]]:
+    """What MPICH runs by default for ``collective`` on ranks on ``hosts`` (a host label per rank)
+    with ``size`` bytes per block: where they span several hosts and some host holds several of
+    them, the ch4 device's default composition (``maint/tuning/coll/ch4/generic.json``, its
+    ``comm_size<8`` read as ``<= 8`` as MPICH's selection search reads it): a node-aware one for
+    bcast (P <= 8 or below 12288 B; on 2^k ranks below 524288 B), reduce, allreduce (commutative
+    operations, as the tuner times them) and barrier, as colltune's ``hierarchical`` with MPICH's
+    default among the H leaders (:func:`native_equivalent` at H ranks) and trees within the hosts;
+    elsewhere the network-only composition, :func:`native_equivalent` on all ranks."""
+    procs, count = len(hosts), len(set(hosts))
+    flat = native_equivalent(collective, procs, size)
+    if not 1 < count < procs:
+        return flat
+    if collective == "bcast" and not (procs <= 8 or size < 12288 or (_pow2(procs) and size < 524288)):
+        return flat
+    if collective not in ("bcast", "reduce", "allreduce", "barrier"):
+        return flat
+    return composition(collective, native_equivalent(collective, count, size)[0])
+
+
+def composition(collective: str, inter: str) -> tuple[str, dict[str, Any]]:
+    """MPICH's node-aware composition (alpha) of ``collective`` as colltune's ``hierarchical``:
+    ``inter`` among one leader per host, trees within the hosts (MPICH's shared-memory level)."""
+    if collective == "allreduce":
+        return "hierarchical", {"inter": inter, "intra_reduce": "binomial_tree", "intra_bcast": "binomial_tree"}
+    if collective == "barrier":
+        return "hierarchical", {"inter": inter, "intra": "tree"}
+    return "hierarchical", {"inter": inter, "intra": "binomial_tree"}

@@ -40,7 +40,7 @@ from colltune.models.params import ParamSet
 from colltune.profiles.format import Provenance
 from colltune.sim import Topology, topology_for
 from colltune.sim.calls import steady_call
-from colltune.tune.native import native_equivalent
+from colltune.tune.native import native_equivalent, native_on_hosts
 from colltune.tune.promises import Promises
 from colltune.tune.table import NATIVE, Block, Candidate, DecisionTable, Method, Rule, Sample
 from colltune.tune.ties import fewest_peers_first, peers, predicted_choice
@@ -120,7 +120,8 @@ class SimPricer:
     """Prices by simulating the schedule on the network model ``network`` (:mod:`colltune.sim`),
     carried over ``topology`` (its first P ranks) where it places at least P ranks, and there as
     the third of calls made back to back (:func:`colltune.sim.calls.steady_call`); a hierarchical
-    algorithm on the topology's hosts."""
+    algorithm on the topology's hosts, and ``native`` as MPICH runs it there
+    (:func:`colltune.tune.native.native_on_hosts`)."""
 
     params: ParamSet
     network: str
@@ -128,10 +129,11 @@ class SimPricer:
 
     def price(self, collective: str, algorithm: str, procs: int, size: int,
               params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
-        if algorithm == NATIVE:
-            algorithm, params = native_equivalent(collective, procs, size)
-        alg = REGISTRY.get(collective, algorithm)
         topo = topology_for(self.topology, self.network, procs)
+        if algorithm == NATIVE:
+            algorithm, params = (native_on_hosts(collective, topo.host_labels(), size) if topo is not None else
+                                 native_equivalent(collective, procs, size))
+        alg = REGISTRY.get(collective, algorithm)
         hosts = topo.host_labels() if alg.hierarchical and topo is not None else None
         try:
             schedule = alg.schedule(procs, 0, size, hosts=hosts, **params)

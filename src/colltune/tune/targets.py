@@ -12,10 +12,14 @@ algorithm, with which parameters, prices one value (:attr:`LibraryAlgorithm.equi
 :data:`MPICH_ALGORITHMS` for the list and :func:`catalogue_markdown` for the table in docs/tune.md).
 Where MPICH runs a different algorithm than the container's name says (a precondition not met:
 a power-of-two count, a count of at least the largest power of two below P), the equivalent is
-the algorithm MPICH falls back to, and the export keeps MPICH's own guard.  Containers with no
-schedule yet (``k_brucks``, ``recexch_*``, ``recursive_multiplying``, ``tree`` allreduce,
-``k_reduce_scatter_allgather``, ``k_dissemination`` with k > 2, the SMP ones, which need ranks
-sharing a node) are not candidates: :data:`MPICH_UNPRICED` lists them.
+the algorithm MPICH falls back to, and the export keeps MPICH's own guard.  Besides the MPIR
+containers, the ch4 device's node-aware composition ``composition_alpha`` (bcast, reduce,
+allreduce, barrier: one leader per node runs MPICH's own algorithm, shared memory within the
+nodes) is a candidate, priced as colltune's ``hierarchical`` on the hosts the profile knows; the
+export writes it in the device's composition file.  Containers and compositions with no schedule
+yet (``k_brucks``, ``recexch_*``, ``recursive_multiplying``, ``tree`` allreduce,
+``k_reduce_scatter_allgather``, ``k_dissemination`` with k > 2, the SMP ones, the multi-leader
+compositions) are not candidates: :data:`MPICH_UNPRICED` lists them.
 """
 
 from __future__ import annotations
@@ -151,18 +155,11 @@ def _composition(collective: str) -> Callable[[int, int, Params], tuple[str, Par
     ``src/mpid/ch4/src/ch4_coll_impl.h``): the nodes' leaders run MPICH's own MPIR algorithm among
     themselves, each node its shared-memory one; priced as colltune's ``hierarchical`` with MPICH's
     default algorithm at the leaders' level (:func:`colltune.tune.native.native_equivalent`, taken
-    at P rather than at the count of nodes) and trees within the hosts.  Unavailable where no
-    rank shares a host with another (the composition is then MPICH's flat one)."""
-    from colltune.tune.native import native_equivalent
+    at P rather than at the count of nodes, which the catalogue does not know) and trees within
+    the hosts: the shape of :func:`colltune.tune.native.native_on_hosts`."""
+    from colltune.tune.native import composition, native_equivalent
 
-    def equivalent(procs: int, size: int, p: Params) -> tuple[str, Params]:
-        inter = native_equivalent(collective, procs, size)[0]
-        if collective == "allreduce":
-            return "hierarchical", {"inter": inter, "intra_reduce": "binomial_tree", "intra_bcast": "binomial_tree"}
-        if collective == "barrier":
-            return "hierarchical", {"inter": inter, "intra": "tree"}
-        return "hierarchical", {"inter": inter, "intra": "binomial_tree"}
-    return equivalent
+    return lambda procs, size, p: composition(collective, native_equivalent(collective, procs, size)[0])
 
 
 #: MPICH's ch4 compositions by number (``MPIR_CVAR_<COLL>_COMPOSITION``; 0 is its own selection).
