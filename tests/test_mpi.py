@@ -325,6 +325,21 @@ def test_probe_measures_the_network_among_one_rank_per_host(hosts: str, tmp_path
     leaders = "0, 2, 4" if hosts == "block:2" else "0, 1"
     assert any(n.startswith("hosts: ") and f"among ranks {leaders}, one per host" in n for n in profile.provenance.notes)
     assert profile.provenance.procs == 5
+    # the latency matrix measured among the leaders covers every rank: any network model prices P = 5
+    matrix = profile.models.latency
+    assert matrix is not None and len(matrix.names) == 5
+    host = [int(h[1:]) for h in placed]
+    lead = {h: next(r for r in range(5) if host[r] == h) for h in set(host)}
+    for i in range(5):
+        for j in range(5):
+            want = (0.0 if i == j else latency if host[i] == host[j] else
+                    matrix.latency[lead[host[i]]][lead[host[j]]])
+            assert matrix.latency[i][j] == want, (i, j)
+    from colltune.tune.select import SimPricer
+
+    for network in ("latency", profile.default_network):
+        SimPricer(profile.params(NETWORKS[network].params), network, profile.topology).price("bcast", "native", 5,
+                                                                                            4096, {})
 
 
 def test_probe_on_one_rank_is_one_clear_error(tmp_path: Path) -> None:

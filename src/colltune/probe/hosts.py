@@ -19,6 +19,7 @@ import numpy as np
 from mpi4py import MPI
 
 from colltune.errors import ColltuneError
+from colltune.models.params import LatencyMatrix
 from colltune.probe.fit import record
 from colltune.probe.measure import Meter
 from colltune.probe.stats import series
@@ -103,3 +104,16 @@ def fit_shared_memory(rtt: Series) -> tuple[tuple[float, float], Fit]:
     return (latency, bandwidth), record(("shared_memory_rtt",), "latency: RTT(smallest)/2; bandwidth: 1 / the slope "
                                         "of RTT(m)/2 over the larger half of the sizes",
                                         t / 2 - (latency + m / bandwidth))
+
+
+def every_rank(matrix: LatencyMatrix, groups: list[list[int]], within: float) -> LatencyMatrix:
+    """The latency matrix measured among one rank per host (``matrix``, host h's leader at row h)
+    spread over every rank of ``groups`` (the ranks of each host): two ranks of different hosts
+    take their hosts' latency, two of one host ``within`` (shared memory's, s), named
+    ``HOST:RANK`` by the leaders' names."""
+    procs = sum(len(g) for g in groups)
+    host = {r: h for h, g in enumerate(groups) for r in g}
+    lat = [[0.0 if i == j else within if host[i] == host[j] else matrix.latency[host[i]][host[j]]
+            for j in range(procs)] for i in range(procs)]
+    names = tuple(f"{matrix.names[host[r]].split(':')[0]}:{r}" for r in range(procs))
+    return matrix.model_copy(update={"names": names, "latency": tuple(map(tuple, lat))})

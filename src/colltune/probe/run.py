@@ -98,7 +98,14 @@ from colltune.probe.choices import (
     short_cases,
 )
 from colltune.probe.cores import shift_excess
-from colltune.probe.hosts import fit_shared_memory, groups_of, host_topology, link_rate, shared_memory_rtt
+from colltune.probe.hosts import (
+    every_rank,
+    fit_shared_memory,
+    groups_of,
+    host_topology,
+    link_rate,
+    shared_memory_rtt,
+)
 from colltune.probe.measure import Meter
 from colltune.probe.stats import derived, series, summarise, summarised
 from colltune.probe.trunks import trunk_distance, trunk_shift_time
@@ -302,7 +309,8 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
     latency and bandwidth, :mod:`colltune.probe.hosts`), then measures the network among one rank
     per host (the lowest) while the others sleep, and the profile's topology places every rank on
     its host, which its ranks share; the ranks of a job on one machine are measured as hosts of
-    their own.  ``topology`` (the network's, if the user knows it) is kept
+    their own; the latency matrix measured among the hosts' ranks is spread over every rank
+    (:func:`colltune.probe.hosts.every_rank`).  ``topology`` (the network's, if the user knows it) is kept
     in the profile, its ranks placed on the hosts the ranks run on where those are its nodes (the
     testbed names its hosts so), else rank r on its host r; without one, the probe infers a star
     of the hosts it found at the link rate it measured.  The check chooses the network model
@@ -346,7 +354,11 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
             f"{bandwidth / 1e9:.2f} GB/s (ping-pongs between two ranks of one host)")
     provenance = profile.provenance.model_copy(update={"procs": P, "hosts": names,
                                                        "notes": (*profile.provenance.notes, note)})
+    models = profile.models
+    if models.latency is not None:  # measured among the leaders: every rank gets its host's latencies
+        models = models.model_copy(update={"latency": every_rank(models.latency, groups, latency)})
     return profile.model_copy(update={
+        "models": models,
         "topology": profile.topology.model_copy(update={"hosts": placed, "shared_memory": (latency, bandwidth)}),
         "measurements": {**profile.measurements, "shared_memory_rtt": within},
         "fits": {**profile.fits, "shared_memory": shared_fit}, "provenance": provenance,

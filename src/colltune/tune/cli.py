@@ -424,7 +424,8 @@ def _print_tune(table: DecisionTable, output: str, files: dict[str, str | None],
     con.print(f"decision table written to {output}")
     for key, label in FORMATS.items():
         if files[key]:
-            con.print(f"{label} written to {files[key]}, the environment that makes the library read it to "
+            also = f" (and the device's compositions to {files[key]}{CH4_SUFFIX})" if key == "mpich_json" else ""
+            con.print(f"{label} written to {files[key]}{also}, the environment that makes the library read it to "
                       f"{files[key]}.env")
     for n in notes:
         con.print(f"[dim]{n}[/dim]")

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
+#: The name a table's rule gives the MPI library's own choice.
+NATIVE = "native"
+
 #: The source quoted in tables and docs for :func:`native_equivalent`.
 NATIVE_SOURCE = ("MPICH 5.0's built-in selection tree (bcast: binomial up to 12288 B or below 8 ranks, then "
                  "scatter + recursive-doubling allgather up to 524288 B on 2^k ranks, else scatter + ring allgather; "

@@ -42,25 +42,10 @@ from colltune.sim import Topology, topology_for
 from colltune.sim.calls import steady_call
 from colltune.tune.native import native_equivalent, native_on_hosts
 from colltune.tune.promises import Promises
+from colltune.tune.search import SEARCH
 from colltune.tune.table import NATIVE, Block, Candidate, DecisionTable, Method, Rule, Sample
 from colltune.tune.ties import fewest_peers_first, peers, predicted_choice
 
-
-def _segment_sizes(procs: int, size: int) -> list[int]:
-    """Powers of two from m/64 up to the first one >= m: paper 003's s = m / 2^i (section 3) for
-    m a power of two, kept to powers of two for other m so that neighbouring sizes share a segment
-    size (and a rule), as the MPI libraries' segment sizes do."""
-    top = max(0, (size - 1).bit_length()) if size > 0 else 0
-    return [1 << k for k in range(max(0, top - 6), top + 1)]
-
-
-#: Values tried for each tunable parameter at ``(procs, size)``, by parameter name.
-SEARCH: dict[str, Callable[[int, int], list[Any]]] = {
-    "segment_size": _segment_sizes,
-    "radix": lambda procs, size: [2, 3, 4, 8],
-    "max_outstanding": lambda procs, size: [1, 4, 32],
-    "leaders": lambda procs, size: [1, 2],
-}
 
 Choice = tuple[str, tuple[tuple[str, Any], ...]]
 
@@ -258,13 +243,15 @@ class Tuner:
         if size in self.samples:
             return self.samples[size]
         found: list[Candidate] = []
+        why: list[str] = []
         for name in [NATIVE] + self.space.names(self.collective):
             combos = [{}] if name == NATIVE else self.space.combos(self.collective, name, self.procs, size)
             best: Candidate | None = None
             for params in combos:
                 try:
                     t, used = self.pricer.price(self.collective, name, self.procs, size, params)
-                except Unavailable:
+                except Unavailable as exc:
+                    why.append(str(exc))
                     if name == NATIVE:
                         self._prices[(choice(NATIVE, {}), size)] = -math.inf
                     continue
@@ -275,6 +262,9 @@ class Tuner:
                     best = Candidate(algorithm=name, params=used, time=t)
             if best is not None:
                 found.append(best)
+        if not found and why:  # not one candidate, native included: the pricer cannot price this job
+            raise ColltuneError(f"{self.collective} on {self.procs} ranks at {size} B: no candidate can be priced "
+                                f"({why[0]})")
         found.sort(key=_order)
         if self.peers is not None:
             native = next((c.time for c in found if c.algorithm == NATIVE), -math.inf)

@@ -27,11 +27,11 @@ from colltune.errors import ColltuneError
 from colltune.files import parse_record, read_json, write_atomic
 from colltune.models.params import ParamSet
 from colltune.profiles.format import Provenance
+from colltune.tune.native import NATIVE
 from colltune.tune.promises import Promises
 
 FORMAT = "colltune-table"
 VERSION = 1
-NATIVE = "native"
 #: The environment variable that names the decision table ``algorithm="auto"`` (and ``colltune bench``) reads.
 TABLE_ENV = "COLLTUNE_TABLE"
 

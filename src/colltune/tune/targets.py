@@ -31,7 +31,8 @@ from typing import Any
 from colltune.models import Unavailable
 from colltune.tune.libraries import openmpi_rule_problem
 from colltune.tune.promises import Promises
-from colltune.tune.table import NATIVE
+from colltune.tune.native import NATIVE
+from colltune.tune.search import SEARCH
 
 Params = dict[str, Any]
 
@@ -46,9 +47,7 @@ def _pof2_below(n: int) -> int:
 
 def _chunks(procs: int, size: int) -> list[int]:
     """Chunk sizes tried for a pipelined container: the tuner's segment sizes (powers of two from
-    m/64 up to m, :func:`colltune.tune.select._segment_sizes`)."""
-    from colltune.tune.select import SEARCH
-
+    m/64 up to m, :data:`colltune.tune.search.SEARCH`)."""
     return SEARCH["segment_size"](procs, size)
 
 

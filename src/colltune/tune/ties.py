@@ -25,8 +25,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from colltune.algorithms import REGISTRY
-from colltune.tune.native import native_equivalent
-from colltune.tune.table import NATIVE
+from colltune.tune.native import NATIVE, native_equivalent
 
 #: Predicted times within this fraction of the fastest are a tie (see the module docstring).
 PREDICTED_TIE = 0.05
