@@ -337,6 +337,7 @@ def test_probe_measures_the_network_among_one_rank_per_host(hosts: str, tmp_path
             assert matrix.latency[i][j] == want, (i, j)
     from colltune.tune.select import SimPricer
 
+    assert not NETWORKS[profile.default_network].own_topology  # its own tree could not hold every rank
     for network in ("latency", profile.default_network):
         SimPricer(profile.params(NETWORKS[network].params), network, profile.topology).price("bcast", "native", 5,
                                                                                             4096, {})

@@ -310,7 +310,8 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
     per host (the lowest) while the others sleep, and the profile's topology places every rank on
     its host, which its ranks share; the ranks of a job on one machine are measured as hosts of
     their own; the latency matrix measured among the hosts' ranks is spread over every rank
-    (:func:`colltune.probe.hosts.every_rank`).  ``topology`` (the network's, if the user knows it) is kept
+    (:func:`colltune.probe.hosts.every_rank`), and a default network that builds its own tree (of the
+    leaders) gives way to pLogP carried over the hosts' topology.  ``topology`` (the network's, if the user knows it) is kept
     in the profile, its ranks placed on the hosts the ranks run on where those are its nodes (the
     testbed names its hosts so), else rank r on its host r; without one, the probe infers a star
     of the hosts it found at the link rate it measured.  The check chooses the network model
@@ -357,8 +358,14 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
     models = profile.models
     if models.latency is not None:  # measured among the leaders: every rank gets its host's latencies
         models = models.model_copy(update={"latency": every_rank(models.latency, groups, latency)})
+    network = profile.default_network
+    if NETWORKS[network].own_topology:  # its tree was measured among the leaders: it cannot place every rank
+        network = "plogp"
+        note += (f"; default_network plogp carried over the hosts' topology, not {profile.default_network}, whose "
+                 f"own tree of the {len(groups)} hosts' leaders has no place for the other ranks")
+        provenance = provenance.model_copy(update={"notes": (*profile.provenance.notes, note)})
     return profile.model_copy(update={
-        "models": models,
+        "models": models, "default_network": network,
         "topology": profile.topology.model_copy(update={"hosts": placed, "shared_memory": (latency, bandwidth)}),
         "measurements": {**profile.measurements, "shared_memory_rtt": within},
         "fits": {**profile.fits, "shared_memory": shared_fit}, "provenance": provenance,
