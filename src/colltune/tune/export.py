@@ -372,6 +372,19 @@ _MPICH_UNTUNED = {
 }
 
 
+def _by_comm_size(collective: str, blocks: tuple[Block, ...], default: dict[str, Any],
+                  body: Callable[[int, int, Block], dict[str, Any]]) -> dict[str, Any]:
+    """One ``comm_size<=N`` test per block of ``blocks`` (``body(procs_min, procs_max, block)``),
+    ``default`` below the first and above the last, as MPICH's selection files test sizes."""
+    out: dict[str, Any] = {}
+    if blocks and blocks[0].procs_min > 1:
+        out[f"comm_size<={blocks[0].procs_min - 1}"] = default
+    for lo, hi, block in _procs_blocks(blocks, collective not in MPICH_AVG and collective != "barrier"):
+        out[f"comm_size<={hi}"] = body(lo, hi, block)
+    out["comm_size=any"] = default
+    return out
+
+
 def _inplace_guard(body: dict[str, Any]) -> dict[str, Any]:
     """An in-place alltoall (MPI_IN_PLACE) needs MPICH's sendrecv-replace algorithm."""
     return {"is_sendbuf_inplace=yes": _mpich_leaf("alltoall", "pairwise_sendrecv_replace", {}),
@@ -391,13 +404,10 @@ def mpich_json(table: DecisionTable) -> tuple[dict[str, Any], list[str]]:
         default = mpich_default(coll)
         if coll == "alltoall":
             default = _inplace_guard(default)
-        intra: dict[str, Any] = {}
-        if blocks and blocks[0].procs_min > 1:
-            intra[f"comm_size<={blocks[0].procs_min - 1}"] = default
-        for lo, hi, block in _procs_blocks(blocks, coll not in MPICH_AVG and coll != "barrier"):
-            body = _mpich_sizes(coll, block, lo, lambda r, hi=hi: _mpich_branch(coll, r, hi, notes, own))
-            intra[f"comm_size<={hi}"] = _inplace_guard(body) if coll == "alltoall" else body
-        intra["comm_size=any"] = default
+        def body(lo: int, hi: int, block: Block, coll: str = coll) -> dict[str, Any]:
+            sizes = _mpich_sizes(coll, block, lo, lambda r: _mpich_branch(coll, r, hi, notes, own))
+            return _inplace_guard(sizes) if coll == "alltoall" else sizes
+        intra = _by_comm_size(coll, blocks, default, body)
         tree[f"collective={coll}"] = {"comm_type=intra": intra, "comm_type=inter": {f"algorithm={inter}": {}}}
     for coll, branches in _MPICH_UNTUNED.items():
         if "" in branches:
@@ -443,9 +453,7 @@ def mpich_ch4_default(collective: str) -> dict[str, Any]:
                 "comm_hierarchy=any": c("reduce", 3)}
     if collective == "barrier":
         return {"comm_hierarchy=parent": c("barrier", 1), "comm_hierarchy=any": c("barrier", 2)}
-    if collective in ("alltoall", "allgather"):
-        return c(collective, 2)
-    return c(collective, 1)
+    return c(collective, MPICH_FLAT_COMPOSITION.get(collective, 1))  # network only
 
 
 #: The collectives of MPICH's ch4 selection that colltune does not decide, as MPICH's default has them.
@@ -483,13 +491,8 @@ def mpich_ch4_json(table: DecisionTable) -> dict[str, Any]:
     tree: dict[str, Any] = {}
     for coll in _MPICH_INTER:
         blocks = table.collectives.get(coll, ())
-        default = mpich_ch4_default(coll)
-        intra: dict[str, Any] = {}
-        if blocks and blocks[0].procs_min > 1:
-            intra[f"comm_size<={blocks[0].procs_min - 1}"] = default
-        for lo, hi, block in _procs_blocks(blocks, coll not in MPICH_AVG and coll != "barrier"):
-            intra[f"comm_size<={hi}"] = _mpich_sizes(coll, block, lo, lambda r: _ch4_branch(coll, r, own))
-        intra["comm_size=any"] = default
+        intra = _by_comm_size(coll, blocks, mpich_ch4_default(coll), lambda lo, hi, block, coll=coll: _mpich_sizes(
+            coll, block, lo, lambda r: _ch4_branch(coll, r, own)))
         tree[f"collective={coll}"] = {"comm_type=intra": intra}
     for coll in _CH4_UNTUNED:
         tree[f"collective={coll}"] = {"comm_type=intra": mpich_ch4_default(coll)}
