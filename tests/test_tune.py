@@ -215,7 +215,9 @@ def test_tune_cli_writes_table_and_exports(tmp_path):
     ch4 = json.loads((tmp_path / "m.json.ch4.json").read_text())  # the device's compositions
     assert "composition=MPIDI_Bcast_intra_composition_gamma" in json.dumps(ch4["collective=bcast"])
     assert (tmp_path / "r.env").read_text() == (
-        f"OMPI_MCA_coll_tuned_use_dynamic_rules=1\nOMPI_MCA_coll_tuned_dynamic_rules_filename={tmp_path / 'r'}\n")
+        f"OMPI_MCA_coll_tuned_use_dynamic_rules=1\nOMPI_MCA_coll_tuned_dynamic_rules_filename={tmp_path / 'r'}\n"
+        f"OMPI_MCA_coll_han_use_dynamic_file_rules=1\nOMPI_MCA_coll_han_dynamic_rules_filename={tmp_path / 'r.han'}\n")
+    assert (tmp_path / "r.han").read_text().splitlines()[2:6] == ["6", "bcast", "1", "global_communicator"]
 
 
 def test_tune_cli_rejects_bad_input(tmp_path):

@@ -5,9 +5,11 @@ libraries key on their own message size, which the export converts to:
 
 * Open MPI (``coll_tuned_decision_dynamic.c``): ``m`` for bcast, reduce and allreduce; ``P*m``
   (the whole buffer) for allgather, alltoall, gather and scatter; 0 for barrier.  A comm-size
-  block holds from its size up to the next block's, so the export writes one block per
-  process count where the conversion depends on P, and ends with a block that hands larger
-  communicators back to Open MPI's fixed rules (algorithm 0).
+  block holds from its size up to the next block's, and the first block also holds every
+  smaller communicator (``ompi_coll_tuned_get_com_rule_ptr``), so the export writes one block
+  per process count where the conversion depends on P, and hands smaller communicators (a
+  first block at size 1) and larger ones (a last block) back to Open MPI's fixed rules
+  (algorithm 0): coll/han's node and leader sub-communicators among them.
 * MPICH (``MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE``): ``avg_msg_size`` (``m``) for allreduce,
   bcast, reduce and alltoall, where MPICH defines it; ``total_msg_size`` (``P*m``) elsewhere.
 
@@ -39,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from colltune.tune.libraries import (
+    HAN_COLLECTIVES,
     MPICH,
     OPENMPI,
     OPENMPI_ANY_OPERATION,
@@ -162,7 +165,9 @@ def openmpi_rules(table: DecisionTable) -> tuple[str, list[str]]:
     out.append(f"{len(colls)}")
     for coll in colls:
         entries = _procs_blocks(table.collectives[coll], coll in _OMPI_TOTAL)
-        out += [f"# {coll}", f"{OPENMPI_IDS[coll]}", f"{len(entries) + 1}"]
+        below = entries[0][0] > 1  # coll/tuned gives a smaller communicator the first block's rules
+        out += [f"# {coll}", f"{OPENMPI_IDS[coll]}", f"{len(entries) + 1 + below}"]
+        out += ["1", "1", "0 0 0 0 0"] if below else []
         for lo, hi, block in entries:
             sizes = _ompi_sizes(coll, block, lo)
             out += [f"{lo}", f"{len(sizes)}"]
@@ -197,6 +202,51 @@ def openmpi_json(table: DecisionTable) -> tuple[dict[str, Any], list[str]]:
             comm_rules.append({"comm_size_min": lo, "comm_size_max": hi, "rules": rules})
         colls[coll] = comm_rules
     return {"collectives": colls}, notes
+
+
+#: Where the coll/han rules file of an Open MPI export at ``FILE`` goes: ``FILE.han``.
+HAN_SUFFIX = ".han"
+
+
+def openmpi_han(table: DecisionTable) -> str | None:
+    """coll/han's dynamic rules file (``coll_han_dynamic_file.c`` of Open MPI 5.0; message sizes
+    are the block size ``m`` for every collective) for ``table``, or None if no collective of
+    :data:`~colltune.tune.libraries.HAN_COLLECTIVES` has rules.
+
+    Where a communicator spans nodes coll/han takes these collectives before coll/tuned and
+    runs its own two-level algorithm, so a coll/tuned rules file reaches only HAN's
+    sub-communicators.  This file names, for the whole communicator of each comm-size block of
+    the table, ``tuned`` where a rule names a coll/tuned algorithm (the rules file then decides
+    which) and ``han`` where it leaves the choice to Open MPI (``native``, or algorithm 0), as on
+    communicators of sizes the table does not cover."""
+    colls = [c for c in _openmpi_collectives(table, []) if c in HAN_COLLECTIVES]
+    if not colls:
+        return None
+    own = table.library == "openmpi"
+    out = [f"# colltune decision table: method {table.method}, profile {table.profile}, "
+           f"colltune {table.provenance.colltune_version}",
+           "# coll/han on the whole communicator: collective, level, comm sizes, message sizes -> component",
+           f"{len(colls)}"]
+    for coll in colls:
+        configs: list[tuple[int, list[tuple[int, str]]]] = []
+        uncovered = 1  # the smallest communicator size no block has covered yet
+        for lo, hi, block in _procs_blocks(table.collectives[coll], False):
+            if lo > uncovered:
+                configs.append((uncovered, [(0, "han")]))
+            sizes: list[tuple[int, str]] = []
+            for r in block.rules:
+                start = 0 if not sizes or coll == "barrier" else r.size_min
+                component = "tuned" if _ompi_rule(coll, r, [], own, table.promises)[0] else "han"
+                if sizes and (start == sizes[-1][0] or component == sizes[-1][1]):
+                    continue  # sizes that collapse together (barrier), or the same component on
+                sizes.append((start, component))
+            configs.append((lo, sizes))
+            uncovered = hi + 1
+        configs.append((uncovered, [(0, "han")]))
+        out += [coll, "1", "global_communicator", f"{len(configs)}"]
+        for conf, sizes in configs:
+            out += [f"{conf}", f"{len(sizes)}", *(f"{start} {component}" for start, component in sizes)]
+    return "\n".join(out) + "\n"
 
 
 def _cap(name: str) -> str:
@@ -516,17 +566,22 @@ def mpich_files(table: DecisionTable, path: str | os.PathLike[str]) -> tuple[dic
 FORMATS = {"mpich_json": "MPICH selection JSON", "openmpi_rules": "Open MPI rules", "openmpi_json": "Open MPI 6 JSON rules"}
 
 
-def environment(kind: str, path: str | os.PathLike[str]) -> dict[str, str]:
+def environment(kind: str, path: str | os.PathLike[str], han: bool = False) -> dict[str, str]:
     """The environment that makes an MPI library read the export of ``kind`` (a key of
     :data:`FORMATS`) written at ``path`` (made absolute, as a job may start elsewhere): MPICH's
     selection file and its ch4 composition file (``FILE`` + :data:`CH4_SUFFIX`); Open MPI's
-    dynamic rules on, from the file (classic rules or, for Open MPI 6, JSON)."""
+    dynamic rules on, from the file (classic rules or, for Open MPI 6, JSON), and with ``han``
+    coll/han's rules from ``FILE`` + :data:`HAN_SUFFIX` (:func:`openmpi_han`)."""
     where = str(Path(path).resolve())
     if kind == "mpich_json":
         return {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": where,
                 "MPIR_CVAR_CH4_COLL_SELECTION_TUNING_JSON_FILE": where + CH4_SUFFIX}
     if kind in ("openmpi_rules", "openmpi_json"):
-        return {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1", "OMPI_MCA_coll_tuned_dynamic_rules_filename": where}
+        env = {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1", "OMPI_MCA_coll_tuned_dynamic_rules_filename": where}
+        if han:
+            env.update({"OMPI_MCA_coll_han_use_dynamic_file_rules": "1",
+                        "OMPI_MCA_coll_han_dynamic_rules_filename": where + HAN_SUFFIX})
+        return env
     raise ValueError(f"unknown export format {kind!r}; valid: {', '.join(FORMATS)}")
 
 
@@ -536,15 +591,16 @@ def export_files(kind: str, table: DecisionTable, path: str | os.PathLike[str]) 
     and the notes on nearest equivalents."""
     if kind == "mpich_json":
         files, notes = mpich_files(table, path)
-    elif kind == "openmpi_rules":
-        text, notes = openmpi_rules(table)
+    elif kind in ("openmpi_rules", "openmpi_json"):
+        text, notes = openmpi_rules(table) if kind == "openmpi_rules" else openmpi_json_text(table)
         files = {str(path): text}
-    elif kind == "openmpi_json":
-        text, notes = openmpi_json_text(table)
-        files = {str(path): text}
+        han = openmpi_han(table)
+        if han is not None:
+            files[f"{path}{HAN_SUFFIX}"] = han
     else:
         raise ValueError(f"unknown export format {kind!r}; valid: {', '.join(FORMATS)}")
-    return {**files, f"{path}.env": environment_text(environment(kind, path))}, notes
+    env = environment(kind, path, han=f"{path}{HAN_SUFFIX}" in files)
+    return {**files, f"{path}.env": environment_text(env)}, notes
 
 
 def environment_text(env: dict[str, str]) -> str:

@@ -30,6 +30,7 @@ import re
 from abc import ABC, abstractmethod
 from typing import Any
 
+from colltune.tune.libraries import HAN_COLLECTIVES, HAN_COMPONENTS, han_module_variable
 from colltune.tune.mpit import ControlVariables, ForcingError
 from colltune.tune.table import NATIVE
 from colltune.tune.targets import MPICH_FLAT_COMPOSITION, library_algorithm
@@ -159,34 +160,54 @@ class MpichForcer(_Forcer):
 
 
 class OpenMPIForcer(_Forcer):
-    """Switches Open MPI's coll/tuned component between its own algorithms through MPI_T.
+    """Switches Open MPI between its own collectives through MPI_T: coll/tuned's algorithms, and
+    coll/han or coll/tuned on the whole communicator.
 
     coll/tuned reads its forced choice (``coll_tuned_<coll>_algorithm`` with
     ``..._algorithm_segmentsize`` and, for alltoall, ``..._algorithm_max_requests``) and
     ``coll_tuned_use_dynamic_rules`` when a communicator is created (``ompi_coll_tuned_forced_getvalues``
     in ``coll_tuned_module.c``), so after :meth:`force` the collective must be called on a
-    communicator duplicated after it (``fresh_communicator``).  ``native`` is algorithm 0: Open MPI's
-    fixed decision.  Algorithm numbers are those of :data:`colltune.tune.targets.OPENMPI_ALGORITHMS`."""
+    communicator duplicated after it (``fresh_communicator``).  Where the communicator spans several
+    nodes, coll/han (priority 35 against tuned's 30) takes the collectives of
+    :data:`HAN_COLLECTIVES` and runs by default its own two-level algorithm, with coll/tuned on its
+    node and leader sub-communicators; ``coll_han_<coll>_dynamic_global_communicator_module``, which
+    HAN reads on every call (``get_module`` in ``coll_han_dynamic.c``), makes it hand the whole
+    communicator to coll/tuned instead.  A forced tuned algorithm therefore sets it to tuned, and
+    ``native`` (Open MPI's default: HAN on several nodes, tuned's fixed decision on one) to HAN.
+    Algorithm numbers are those of :data:`colltune.tune.targets.OPENMPI_ALGORITHMS`."""
 
     fresh_communicator = True
 
     def __init__(self, library_version: str) -> None:
         super().__init__(library_version, "Open MPI")
+        self._has_han = True
+        try:
+            self.mpit.index(han_module_variable("bcast"))
+        except ForcingError:
+            self._has_han = False  # an Open MPI built without coll/han: tuned alone
 
     def settings(self, collective: str, name: str, params: dict[str, Any]) -> Settings:
-        """``coll_tuned_use_dynamic_rules`` on, then :func:`openmpi_settings`."""
-        return {"coll_tuned_use_dynamic_rules": True, **openmpi_settings(collective, name, params)}
+        """``coll_tuned_use_dynamic_rules`` on, then :func:`openmpi_settings` (the HAN variable
+        only where this Open MPI has coll/han)."""
+        out: Settings = {"coll_tuned_use_dynamic_rules": True}
+        out.update({k: v for k, v in openmpi_settings(collective, name, params).items()
+                    if self._has_han or not k.startswith("coll_han_")})
+        return out
 
 
 def openmpi_settings(collective: str, name: str, params: dict[str, Any]) -> dict[str, int]:
-    """coll/tuned's MCA variables (with ``coll_tuned_use_dynamic_rules`` set) that force its
-    algorithm ``name`` with ``params`` for ``collective``: ``coll_tuned_<coll>_algorithm`` and its
-    ``_segmentsize`` and ``_max_requests`` (``native``: algorithm 0, the fixed decision)."""
+    """The MCA variables (with ``coll_tuned_use_dynamic_rules`` set) that force coll/tuned's
+    algorithm ``name`` with ``params`` for ``collective``: coll/han's module on the whole
+    communicator (tuned; :func:`han_module_variable`, for :data:`HAN_COLLECTIVES`),
+    ``coll_tuned_<coll>_algorithm`` and its ``_segmentsize`` and ``_max_requests``; ``native``:
+    algorithm 0 (the fixed decision) and HAN on the whole communicator, Open MPI's defaults."""
     prefix = f"coll_tuned_{collective}_algorithm"
+    han = {han_module_variable(collective): HAN_COMPONENTS["han" if name == NATIVE else "tuned"]
+           } if collective in HAN_COLLECTIVES else {}
     if name == NATIVE:
-        return {prefix: 0}
+        return {prefix: 0, **han}
     entry = library_algorithm("openmpi", collective, name)
-    out = {prefix: entry.number}
+    out = {**han, prefix: entry.number}
     values = {**entry.fixed, **params}
     if collective != "barrier":
         out[f"{prefix}_segmentsize"] = int(values.pop("segsize", 0))
@@ -200,8 +221,9 @@ def openmpi_settings(collective: str, name: str, params: dict[str, Any]) -> dict
 
 def openmpi_forcing_environment(choices: dict[str, tuple[str, dict[str, Any]]]) -> dict[str, str]:
     """The environment that forces Open MPI to run ``choices`` (collective -> (algorithm, params))
-    at every size, as ``mpirun --mca coll_tuned_<coll>_algorithm N`` does: a rules file could not
-    carry some of them (:func:`colltune.tune.libraries.openmpi_rule_problem`)."""
+    at every size, as ``mpirun --mca coll_tuned_<coll>_algorithm N`` does (with coll/tuned on the
+    whole communicator where coll/han would take it): a rules file could not carry some of them
+    (:func:`colltune.tune.libraries.openmpi_rule_problem`)."""
     env = {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1"}
     for collective, (name, params) in choices.items():
         env.update({f"OMPI_MCA_{k}": str(v) for k, v in openmpi_settings(collective, name, params).items()})

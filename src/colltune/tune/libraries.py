@@ -52,6 +52,20 @@ class MPICHAlgorithm:
 OPENMPI_IDS = {"allgather": 0, "allreduce": 2, "alltoall": 3, "barrier": 6, "bcast": 7, "gather": 9,
                "reduce": 11, "scatter": 15}
 
+#: The collectives coll/han of Open MPI 5.0 takes on communicators that span nodes
+#: (``mca_coll_han_is_coll_dynamic_implemented``, ``coll_han_dynamic.c``; not alltoall).
+HAN_COLLECTIVES = ("allgather", "allreduce", "barrier", "bcast", "gather", "reduce", "scatter")
+#: coll/han's component numbers (``COMPONENT_T``, ``coll_han_dynamic.h``) of the two it may run
+#: on the whole communicator.
+HAN_COMPONENTS = {"tuned": 3, "han": 6}
+
+
+def han_module_variable(collective: str) -> str:
+    """The MCA variable naming the component coll/han runs ``collective`` with on the whole
+    communicator (its ``global_communicator`` level)."""
+    return f"coll_han_{collective}_dynamic_global_communicator_module"
+
+
 #: coll/tuned algorithm numbers a rules file may name for a reduction: a rules file cannot tell a
 #: non-commutative operation, so only those that give MPI's rank-order result for one too.  From Open
 #: MPI 5's coll_base_reduce.c and coll_base_allreduce.c: linear (1) and in-order binary (6) reduce

@@ -67,7 +67,7 @@ from colltune.errors import ColltuneError
 from colltune.files import parse_record, read_json, write_atomic
 from colltune.models import ParamSet
 from colltune.profiles.format import Provenance
-from colltune.tune.export import environment, export_files
+from colltune.tune.export import export_files
 from colltune.tune.forcing import openmpi_forcing_environment
 from colltune.tune.table import DecisionTable, fixed_table, write_table
 
@@ -159,7 +159,7 @@ def exported(table: DecisionTable, library: str, directory: Path) -> tuple[dict[
     files, notes = export_files(kind, table, path)
     for name, text in files.items():
         write_atomic(name, text)
-    return environment(kind, path), notes
+    return dict(line.split("=", 1) for line in files[f"{path}.env"].splitlines()), notes
 
 
 def preloaded(table: DecisionTable, directory: Path) -> tuple[dict[str, str], list[str]]:
@@ -178,8 +178,8 @@ def preloaded(table: DecisionTable, directory: Path) -> tuple[dict[str, str], li
 #: Environment variables that would change what the library runs: unset for the default runs.
 _SELECTION_VARIABLES = ("MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE", "MPIR_CVAR_CH4_COLL_SELECTION_TUNING_JSON_FILE",
                         "MPIR_CVAR_CH4_POSIX_COLL_SELECTION_TUNING_JSON_FILE", "MPIR_CVAR_DEVICE_COLLECTIVES")
-#: ... and every variable of Open MPI's coll/tuned (its rules file, its forced algorithms).
-_SELECTION_PREFIX = "OMPI_MCA_coll_tuned_"
+#: ... and every variable of Open MPI's coll/tuned (its rules file, its forced algorithms) and coll/han.
+_SELECTION_PREFIX = ("OMPI_MCA_coll_tuned_", "OMPI_MCA_coll_han_")
 
 
 def launch(tools: Toolchain, procs: int | None, argv: list[str], testbed: str | None,
