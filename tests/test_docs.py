@@ -181,6 +181,22 @@ def _sample(**changes) -> BenchmarkResults:  # type: ignore[no-untyped-def]
     return BenchmarkResults(**fields)
 
 
+def test_the_readme_gives_one_table_per_benchmark_script():
+    """Two results files of one script (two configurations) share one table, the second's
+    headlines led by its title, with both rerun commands; another script gets its own table."""
+    first = _sample()
+    second = _sample(benchmark="sample_bench_other", title="A sample, other shape",
+                     command="python benchmarks/sample_bench.py --n 3 --shape other",
+                     headline=(Headline(figure="speed", value="1.2x"),))
+    third = _sample(benchmark="another", title="Another", command="python benchmarks/another.py")
+    block = readme_results([first, second, third])
+    assert block.count("| figure | latest") == 2
+    assert ("**A sample**: `python benchmarks/sample_bench.py --n 3` · "
+            "`python benchmarks/sample_bench.py --n 3 --shape other`") in block
+    assert "| speed | 2.0x | 1.5x |" in block and "| A sample, other shape: speed | 1.2x |  |" in block
+    assert "**Another**: `python benchmarks/another.py`" in block
+
+
 def test_a_results_file_round_trips_and_renders(tmp_path):
     path = write_results(_sample(), tmp_path)
     assert path == tmp_path / "sample_bench.json"

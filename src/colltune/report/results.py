@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import platform
+import re
 import shlex
 import sys
 from collections.abc import Sequence
@@ -252,13 +253,31 @@ def results_page(results: Sequence[BenchmarkResults]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def _script(r: BenchmarkResults) -> str:
+    """The benchmark script whose run wrote ``r`` (from its command), or its name."""
+    found = re.search(r"benchmarks/(\w+)\.py", r.command)
+    return found.group(1) if found else r.benchmark
+
+
 def readme_results(results: Sequence[BenchmarkResults]) -> str:
-    """The README's results section: one table per benchmark, its headline, and how to rerun it (no
-    dates: the README quotes the latest figures; their provenance is in ``docs/results.md``)."""
-    lines = [README_BEGIN, ""]
+    """The README's results section: one table per benchmark script, its headlines, and how to
+    rerun each of its results files (no dates: the README quotes the latest figures; their
+    provenance is in ``docs/results.md``).  The headlines of a script's further files (another
+    configuration of the same benchmark) follow the first file's, each led by its file's title."""
+    groups: dict[str, list[BenchmarkResults]] = {}
     for r in results:
-        lines += [f"**{r.title}**{' (root)' if r.root else ''}: `{r.command}`", ""]
-        lines += _markdown_table(*_headline_rows(r)) + [""]
+        groups.setdefault(_script(r), []).append(r)
+    lines = [README_BEGIN, ""]
+    for group in groups.values():
+        first = group[0]
+        root = " (root)" if any(r.root for r in group) else ""
+        lines += [f"**{first.title}**{root}: " + " · ".join(f"`{r.command}`" for r in group), ""]
+        tables = [_headline_rows(r) for r in group]
+        columns = max((c for c, _ in tables), key=len)
+        rows = [row + [""] * (len(columns) - len(row)) if i == 0 else
+                [f"{r.title}: {row[0]}", *row[1:], *[""] * (len(columns) - len(row))]
+                for i, (r, (_, these)) in enumerate(zip(group, tables, strict=True)) for row in these]
+        lines += _markdown_table(columns, rows) + [""]
     lines += [README_END]
     return "\n".join(lines)
 
