@@ -53,6 +53,8 @@ PRELOAD_COLLECTIVES = ("bcast", "reduce", "allreduce", "allgather", "gather")
 EXPORT_COLLECTIVES = ("bcast", "scatter", "gather", "allgather", "alltoall", "reduce", "allreduce")
 #: The issue's targets: (geometric mean, worst size) per step, where it sets one.
 TARGETS = {("preload", "round-robin"): (1.3, 0.95), ("mpich", "block"): (1.10, 0.95), ("openmpi", "block"): (1.10, 0.95)}
+#: The MPI library each step runs under.
+LIBRARY = {"preload": "mpich", "mpich": "mpich", "openmpi": "openmpi"}
 #: What each step's figures are against.
 WHAT = {"preload": "colltune's table through LD_PRELOAD", "mpich": "MPICH export", "openmpi": "Open MPI export"}
 KiB = 1024
@@ -91,7 +93,7 @@ def run_config(shape: str, placement: str, step: str, args: argparse.Namespace, 
     tag = f"{shape}-{placement}-{step}"
     colltune("testbed", "up", "--hosts", str(hosts), "--ranks-per-host", str(per_host), "--link", args.link)
     run = ["testbed", "run", "--placement", placement, "--"]
-    bench = ["bench", "--library", "mpich", "--testbed", "colltune", "--placement", placement,
+    bench = ["bench", "--library", LIBRARY[step], "--testbed", "colltune", "--placement", placement,
              "--rounds", str(args.rounds)]
     try:
         print(f"[{tag}] probe ...", flush=True)
@@ -114,9 +116,8 @@ def run_config(shape: str, placement: str, step: str, args: argparse.Namespace, 
             colltune("testbed", "run", *mpi, "--placement", placement, "--", python, "-m", "colltune", "tune",
                      "--library", "openmpi", "--commutative", "--uniform-scatter", "--max-size", args.max_size,
                      *(f"-c{c}" for c in EXPORT_COLLECTIVES), "-o", str(table), env=env)
-            colltune("bench", "--library", "openmpi", "--mpicc", str(args.openmpi_venv / "bin" / "mpicc"),
-                     "--mpiexec", str(args.openmpi_venv / "bin" / "mpirun"), *bench[3:], "--table", str(table),
-                     "--sizes", ",".join(map(str, sizes_from(4 * KiB, args.largest))), "-o", str(out))
+            colltune(*bench, "--mpicc", str(args.openmpi_venv / "bin" / "mpicc"),
+                     "--mpiexec", str(args.openmpi_venv / "bin" / "mpirun"), "--table", str(table), "--sizes", ",".join(map(str, sizes_from(4 * KiB, args.largest))), "-o", str(out))
         else:
             print(f"[{tag}] tune --library mpich in the job and bench the export ...", flush=True)
             colltune(*run, sys.executable, "-m", "colltune", "tune", "--library", "mpich", "--max-size", args.max_size,
@@ -142,8 +143,8 @@ def row(shape: str, placement: str, step: str, path: Path, probe_s: float) -> di
 def write_results(args: argparse.Namespace, runs: dict[tuple[str, str, str], list[dict]]) -> None:
     """One results file per MPI library, one row per configuration: the median of its runs'
     geometric means with their range, and the worst size over all its runs."""
-    for library in ("mpich", "openmpi"):
-        mine = {config: rows for config, rows in runs.items() if (config[2] == "openmpi") == (library == "openmpi")}
+    for library in dict.fromkeys(LIBRARY.values()):
+        mine = {config: rows for config, rows in runs.items() if LIBRARY[config[2]] == library}
         if mine:
             _write_results(args, mine, library)
 

@@ -274,9 +274,11 @@ def readme_results(results: Sequence[BenchmarkResults]) -> str:
         lines += [f"**{first.title}**{root}: " + " · ".join(f"`{r.command}`" for r in group), ""]
         tables = [_headline_rows(r) for r in group]
         columns = max((c for c, _ in tables), key=len)
-        rows = [row + [""] * (len(columns) - len(row)) if i == 0 else
-                [f"{r.title}: {row[0]}", *row[1:], *[""] * (len(columns) - len(row))]
-                for i, (r, (_, these)) in enumerate(zip(group, tables, strict=True)) for row in these]
+        rows = []
+        for r, (_, these) in zip(group, tables, strict=True):
+            for figure, *rest in these:
+                lead = "" if r is first else f"{r.title}: "
+                rows.append([f"{lead}{figure}", *rest, *[""] * (len(columns) - 1 - len(rest))])
         lines += _markdown_table(columns, rows) + [""]
     lines += [README_END]
     return "\n".join(lines)

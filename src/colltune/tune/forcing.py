@@ -189,25 +189,22 @@ class OpenMPIForcer(_Forcer):
     def settings(self, collective: str, name: str, params: dict[str, Any]) -> Settings:
         """``coll_tuned_use_dynamic_rules`` on, then :func:`openmpi_settings` (the HAN variable
         only where this Open MPI has coll/han)."""
-        out: Settings = {"coll_tuned_use_dynamic_rules": True}
-        out.update({k: v for k, v in openmpi_settings(collective, name, params).items()
-                    if self._has_han or not k.startswith("coll_han_")})
-        return out
+        return {"coll_tuned_use_dynamic_rules": True, **openmpi_settings(collective, name, params, self._has_han)}
 
 
-def openmpi_settings(collective: str, name: str, params: dict[str, Any]) -> dict[str, int]:
+def openmpi_settings(collective: str, name: str, params: dict[str, Any], han: bool = True) -> dict[str, int]:
     """The MCA variables (with ``coll_tuned_use_dynamic_rules`` set) that force coll/tuned's
     algorithm ``name`` with ``params`` for ``collective``: coll/han's module on the whole
-    communicator (tuned; :func:`han_module_variable`, for :data:`HAN_COLLECTIVES`),
-    ``coll_tuned_<coll>_algorithm`` and its ``_segmentsize`` and ``_max_requests``; ``native``:
+    communicator (tuned; :func:`han_module_variable`, for :data:`HAN_COLLECTIVES`, where ``han``:
+    the Open MPI has coll/han), ``coll_tuned_<coll>_algorithm`` and its ``_segmentsize`` and ``_max_requests``; ``native``:
     algorithm 0 (the fixed decision) and HAN on the whole communicator, Open MPI's defaults."""
     prefix = f"coll_tuned_{collective}_algorithm"
-    han = {han_module_variable(collective): HAN_COMPONENTS["han" if name == NATIVE else "tuned"]
-           } if collective in HAN_COLLECTIVES else {}
+    whole = {han_module_variable(collective): HAN_COMPONENTS["han" if name == NATIVE else "tuned"]
+             } if han and collective in HAN_COLLECTIVES else {}
     if name == NATIVE:
-        return {prefix: 0, **han}
+        return {prefix: 0, **whole}
     entry = library_algorithm("openmpi", collective, name)
-    out = {**han, prefix: entry.number}
+    out = {**whole, prefix: entry.number}
     values = {**entry.fixed, **params}
     if collective != "barrier":
         out[f"{prefix}_segmentsize"] = int(values.pop("segsize", 0))
