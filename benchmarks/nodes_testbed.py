@@ -60,11 +60,10 @@ WHAT = {"preload": "colltune's table through LD_PRELOAD", "mpich": "MPICH export
 KiB = 1024
 
 
-def colltune(*args: str, timeout: float = 3600, env: dict[str, str] | None = None) -> str:
-    """``python -m colltune ARGS`` (in ``env``, default this environment); its output, or the end
-    of its errors and exit."""
+def colltune(*args: str, timeout: float = 3600) -> str:
+    """``python -m colltune ARGS``; its output, or the end of its errors and exit."""
     res = subprocess.run([sys.executable, "-m", "colltune", *args], capture_output=True, text=True, timeout=timeout,
-                         check=False, env=env)
+                         check=False)
     if res.returncode != 0:
         sys.exit(f"colltune {' '.join(args)} failed:\n{res.stderr[-3000:]}")
     return res.stdout
@@ -112,10 +111,10 @@ def run_config(shape: str, placement: str, step: str, args: argparse.Namespace, 
             from library_testbed import openmpi_setup
 
             print(f"[{tag}] tune --library openmpi in the job and bench the export ...", flush=True)
-            mpi, python, env = openmpi_setup(args.openmpi_venv, d)
+            mpi, python = openmpi_setup(args.openmpi_venv)
             colltune("testbed", "run", *mpi, "--placement", placement, "--", python, "-m", "colltune", "tune",
                      "--library", "openmpi", "--commutative", "--uniform-scatter", "--max-size", args.max_size,
-                     *(f"-c{c}" for c in EXPORT_COLLECTIVES), "-o", str(table), env=env)
+                     *(f"-c{c}" for c in EXPORT_COLLECTIVES), "-o", str(table))
             colltune(*bench, "--mpicc", str(args.openmpi_venv / "bin" / "mpicc"),
                      "--mpiexec", str(args.openmpi_venv / "bin" / "mpirun"), "--table", str(table), "--sizes", ",".join(map(str, sizes_from(4 * KiB, args.largest))), "-o", str(out))
         else:

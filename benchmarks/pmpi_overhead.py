@@ -49,7 +49,7 @@ def main() -> None:
     bindir = Path(sys.executable).parent
     mpicc, mpiexec = shutil.which("mpicc", path=str(bindir)), shutil.which("mpiexec", path=str(bindir))
     if mpicc is None or mpiexec is None:
-        sys.exit("mpicc and mpiexec of the mpich wheel are needed (pip install mpich)")
+        sys.exit("mpicc and mpiexec of the mpich wheel are needed (pip install 'colltune[mpich]')")
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         exe, table = Path(tmp) / "pmpi_overhead", Path(tmp) / "native.json"

@@ -130,7 +130,7 @@ def main() -> None:
     bindir = Path(sys.executable).parent
     mpicc, colltune_cmd = shutil.which("mpicc", path=str(bindir)), [sys.executable, "-m", "colltune"]
     if mpicc is None:
-        sys.exit("mpicc of the mpich wheel is needed (pip install mpich)")
+        sys.exit("mpicc of the mpich wheel is needed (pip install 'colltune[mpich]')")
     colls = ",".join(c for c, _ in CASES)
     times: dict[tuple[str, int], dict[str, list[float]]] = {}
     with tempfile.TemporaryDirectory() as tmp:

@@ -88,7 +88,7 @@ def main() -> None:
 
     mpicc = shutil.which("mpicc", path=str(Path(sys.executable).parent))
     if mpicc is None:
-        sys.exit("mpicc of the mpich wheel is needed (pip install mpich)")
+        sys.exit("mpicc of the mpich wheel is needed (pip install 'colltune[mpich]')")
     with tempfile.TemporaryDirectory() as tmp:
         d = args.keep or Path(tmp)
         d.mkdir(parents=True, exist_ok=True)

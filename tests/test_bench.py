@@ -33,7 +33,7 @@ from colltune.tune import (
 from colltune.tune.bench import BenchPoint, BenchSeries, Predictor, Run, predicted
 
 MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
-needs_mpi = pytest.mark.skipif(MPIEXEC is None, reason="mpiexec not found (install the mpich wheel)")
+needs_mpi = pytest.mark.skipif(MPIEXEC is None, reason="mpiexec not found (pip install '.[mpich,test]')")
 PROFILE = load_profile("builtin:ethernet-10g-tcp")
 PRICER = ModelPricer(PROFILE.models.hockney, "hockney")
 

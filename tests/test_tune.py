@@ -243,7 +243,7 @@ def test_the_library_map_doc_is_current_and_lists_every_algorithm():
 
 # ---- under MPI --------------------------------------------------------------------------------
 
-needs_mpi = pytest.mark.skipif(MPIEXEC is None, reason="mpiexec not found (install the mpich wheel)")
+needs_mpi = pytest.mark.skipif(MPIEXEC is None, reason="mpiexec not found (pip install '.[mpich,test]')")
 LIBRARY_COUNTS = ",".join(str(c) for c in [0] + [i * (RULE_STEP // 8) + 50 for i in range(15)])
 
 

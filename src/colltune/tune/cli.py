@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from colltune import __version__, testbed
+from colltune import __version__, mpi_library, testbed
 from colltune.collectives import COLLECTIVES
 from colltune.command import (
     chosen_collectives,
@@ -246,7 +246,8 @@ def _checks(comm: Any, target: str, timer: Any, reps: int, warmup: int, say: Cal
     (:mod:`colltune.tune.fresh`; jobs spawned from this one, each warming its network for
     ``network_warmup`` seconds first), then the in-order check (:mod:`colltune.tune.sequence`).  The
     fresh-job check is MPICH's only: colltune models no other library's own choice, and Open MPI's
-    long calls showed no such regimes (docs/tune.md)."""
+    long calls showed no such regimes (docs/tune.md); it needs a launcher that can spawn
+    (:func:`colltune.mpi_library.can_spawn`: not srun)."""
     from colltune.tune.fresh import fresh_hook
     from colltune.tune.measure import SETTLE_CALL
     from colltune.tune.sequence import in_order_hook
@@ -255,6 +256,12 @@ def _checks(comm: Any, target: str, timer: Any, reps: int, warmup: int, say: Cal
 
     in_order = in_order_hook(timer, MEASURE_TOLERANCE, say, notes)
     if target != "mpich":
+        return in_order
+    if not mpi_library.can_spawn():
+        line = (f"no fresh-job check: this job's launcher ({mpi_library.launcher()}) cannot spawn processes "
+                f"(MPI_Comm_spawn); the in-order check only")
+        say(line)
+        notes.append(line)
         return in_order
     fresh = fresh_hook(FreshJobs(comm, timer.forcer, reps, warmup, network_warmup=network_warmup), SETTLE_CALL,
                        MEASURE_TOLERANCE,

@@ -99,18 +99,23 @@ class Toolchain:
     launcher: Path
 
 
+#: Per library: its launcher, and a program that only it installs beside its tools.
+_TOOLS = {"mpich": ("mpiexec", "mpichversion"), "openmpi": ("mpirun", "ompi_info")}
+
+
 def toolchain(library: str, mpicc: str | None = None, launcher: str | None = None) -> Toolchain:
-    """The compiler wrapper and launcher of ``library``: the ones given, else for MPICH those of the
-    ``mpich`` wheel beside this Python, for Open MPI ``mpicc`` and ``mpirun`` on ``PATH``."""
+    """The compiler wrapper and launcher of ``library``: the ones given, else the library's own
+    (:data:`_TOOLS`) beside this Python (the ``mpich`` or ``openmpi`` extra), else on ``PATH`` (a
+    site's MPI)."""
     if library not in LIBRARIES:
         raise LibraryBenchError(f"library {library!r}: expected one of {', '.join(LIBRARIES)}")
     here = Path(sys.executable).parent
-    names = ("mpicc", "mpiexec") if library == "mpich" else ("mpicc", "mpirun")
+    launcher_name, mark = _TOOLS[library]
     found = []
-    for given, name, option in ((mpicc, names[0], "--mpicc"), (launcher, names[1], "--mpiexec")):
+    for given, name, option in ((mpicc, "mpicc", "--mpicc"), (launcher, launcher_name, "--mpiexec")):
         if given:
             path = Path(given)
-        elif library == "mpich" and (here / name).exists():
+        elif (here / name).exists() and (here / mark).exists():
             path = here / name
         else:
             which = shutil.which(name)
