@@ -137,3 +137,17 @@ def test_the_family_of_a_library_names_what_colltune_writes_for_it() -> None:
                   "MVAPICH2 Version      :\t2.3.7"):
         assert family(other) == "other" and exports("other") == []
     assert exports("mpich") == ["--mpich-json"]
+
+
+@pytest.mark.skipif(MPIEXEC is None, reason="mpiexec not found (pip install '.[mpich,test]')")
+def test_under_a_launcher_that_cannot_spawn_tune_keeps_to_its_own_job(tmp_path: Path) -> None:
+    """Ranks that see srun's environment (hydra's own variable taken away): ``tune --library mpich``
+    runs without its fresh jobs, and its table says so."""
+    table = tmp_path / "t.json"
+    res = run_bounded([str(MPIEXEC), "-n", "2", "env", "-u", "HYDI_CONTROL_FD", "SLURM_STEP_ID=0", "SLURM_PROCID=0",
+                       sys.executable, "-m", "colltune", "tune", "--library", "mpich", "--method", "measure", "-c",
+                       "bcast", "--max-size", "1KiB", "--reps", "3", "-o", str(table)], 300,
+                      "tune --library mpich as under srun")
+    assert res.returncode == 0, res.stderr[-3000:]
+    notes = read_table(table).provenance.notes
+    assert any("no fresh-job check: this job's launcher (slurm) cannot spawn" in n for n in notes), notes
