@@ -150,6 +150,77 @@ def test_a_given_tree_runs_where_it_spans_the_communicator(program: Path, tmp_pa
         assert set(tally[coll]) == {"given_tree", NATIVE}, tally[coll]
 
 
+# -- the settings checked at MPI_Init -----------------------------------------------------------------
+
+LINE = "colltune (libcolltune_pmpi.so): "
+
+
+def _mutated(table: Path, tmp: Path, name: str, change) -> Path:  # type: ignore[no-untyped-def]
+    """A copy of ``table`` with ``change`` applied to its JSON (a function of the dict)."""
+    data = json.loads(table.read_text())
+    change(data)
+    path = tmp / name
+    path.write_text(json.dumps(data))
+    return path
+
+
+def _first_rule(data: dict) -> dict:
+    return data["collectives"]["bcast"][0]["rules"][1]
+
+
+#: Bad tables, each with what its one line must say.
+BAD_TABLES = {
+    "unknown-algorithm": (lambda d: _first_rule(d).update(algorithm="binomal"), "binomal"),
+    "zero-segment": (lambda d: _first_rule(d).update(algorithm="chain_segmented", params={"segment_size": 0}),
+                     "segment_size"),
+    "text-segment": (lambda d: _first_rule(d).update(algorithm="chain_segmented", params={"segment_size": "abc"}),
+                     "segment_size"),
+    "other-version": (lambda d: d.update(version=99), "version"),
+    "no-collectives": (lambda d: d.pop("collectives"), "collectives"),
+}
+
+
+@pytest.mark.parametrize("bad", sorted(BAD_TABLES))
+def test_a_bad_table_stops_the_job_with_one_line(program: Path, table: Path, tmp_path: Path, bad: str) -> None:
+    change, says = BAD_TABLES[bad]
+    path = _mutated(table, tmp_path, f"{bad}.json", change)
+    res = run(program, 3, path, timeout=120)
+    lines = [line for line in res.stderr.splitlines() if line.startswith(LINE)]
+    assert res.returncode != 0 and "OK 3 ranks" not in res.stdout, res.stdout[-2000:]
+    assert len(lines) == 1 and "COLLTUNE_TABLE" in lines[0] and str(path) in lines[0] and says in lines[0], \
+        res.stderr[-3000:]
+
+
+@pytest.mark.parametrize("content", ["", '{"format": "colltune-table", "vers', "missing", "directory"])
+def test_an_unreadable_table_stops_the_job_with_one_line(program: Path, tmp_path: Path, content: str) -> None:
+    path = tmp_path / "t.json"
+    if content == "directory":
+        path.mkdir()
+    elif content != "missing":
+        path.write_text(content)
+    res = run(program, 2, path, timeout=120)
+    lines = [line for line in res.stderr.splitlines() if line.startswith(LINE)]
+    assert res.returncode != 0 and len(lines) == 1 and str(path) in lines[0], res.stderr[-3000:]
+
+
+@pytest.mark.parametrize(("variable", "value"), [("COLLTUNE_HOSTS", "block:0"), ("COLLTUNE_CHECK", "ful"),
+                                                 ("COLLTUNE_EXECUTOR", "fast"), ("COLLTUNE_ON_ERROR", "ignore")])
+def test_a_bad_variable_stops_the_job_with_one_line(program: Path, table: Path, variable: str, value: str) -> None:
+    res = run(program, 2, table, timeout=120, **{variable: value})
+    lines = [line for line in res.stderr.splitlines() if line.startswith(LINE)]
+    assert res.returncode != 0 and len(lines) == 1 and f"{variable}='{value}'" in lines[0], res.stderr[-3000:]
+
+
+def test_on_error_native_warns_once_and_leaves_every_call_to_the_library(program: Path, table: Path,
+                                                                          tmp_path: Path) -> None:
+    path = _mutated(table, tmp_path, "bad.json", BAD_TABLES["unknown-algorithm"][0])
+    res = run(program, 3, path, COLLTUNE_ON_ERROR="native")
+    lines = [line for line in res.stderr.splitlines() if line.startswith(LINE)]
+    assert res.returncode == 0 and "OK 3 ranks" in res.stdout, res.stderr[-3000:]
+    assert len(lines) == 1 and "binomal" in lines[0] and "COLLTUNE_ON_ERROR=native" in lines[0]
+    assert {alg for algs in ran(res.stdout).values() for alg in algs} == {"native"}
+
+
 def test_colltune_lib_prints_the_library() -> None:
     res = subprocess.run([sys.executable, "-m", "colltune", "lib"], capture_output=True, text=True, timeout=60,
                          check=False)

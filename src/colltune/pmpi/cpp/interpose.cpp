@@ -126,7 +126,7 @@ std::int64_t bytes_of(int count, Raw t) {
 struct Python {
   std::once_flag once;
   bool ok = false;
-  PyObject *resolve = nullptr, *bind = nullptr;
+  PyObject *resolve = nullptr, *bind = nullptr, *check = nullptr;
 };
 Python py;
 
@@ -184,12 +184,15 @@ void start_python() {
   PyObject *sitemod = PyImport_ImportModule("site");
   PyObject *added = sitemod ? PyObject_CallMethod(sitemod, "addsitedir", "s", site.c_str()) : nullptr;
   if (added != nullptr) mod = PyImport_ImportModule("colltune.pmpi.signatures");
-  if (mod != nullptr) {
+  PyObject *settings = mod != nullptr ? PyImport_ImportModule("colltune.pmpi.settings") : nullptr;
+  if (settings != nullptr) {
     py.resolve = PyObject_GetAttrString(mod, "resolve");
     py.bind = PyObject_GetAttrString(mod, "bind");
-    py.ok = py.resolve != nullptr && py.bind != nullptr;
+    py.check = PyObject_GetAttrString(settings, "check_job");
+    py.ok = py.resolve != nullptr && py.bind != nullptr && py.check != nullptr;
   }
   if (!py.ok) report_python_error("cannot import colltune.pmpi.signatures");
+  Py_XDECREF(settings);
   Py_XDECREF(added);
   Py_XDECREF(sitemod);
   Py_XDECREF(mod);
@@ -529,11 +532,45 @@ bool run(CommCache &c, const Call &k) {
   return true;
 }
 
-// Whether this call may be run by colltune at all: the table is set, the library is known, and
-// this thread is not already inside colltune.  (Called first by every intercepted call.)
+// Set at MPI_Init where a setting is wrong and COLLTUNE_ON_ERROR=native: the library runs every call.
+std::atomic<bool> stood_down{false};
+
+// Whether this call may be run by colltune at all: the table is set and passed the check at
+// MPI_Init, the library is known, and this thread is not already inside colltune.  (Called first
+// by every intercepted call.)
 inline bool eligible() {
   last_algorithm = NATIVE;
-  return wanted() && !inside && mpi().ok;
+  return wanted() && !inside && mpi().ok && !stood_down.load(std::memory_order_relaxed);
+}
+
+// At MPI_Init, with COLLTUNE_TABLE set: the settings checked on every rank of MPI_COMM_WORLD
+// (colltune.pmpi.settings.check_job), so that a bad table or variable is never ignored in
+// silence: the job aborts with one line, or with COLLTUNE_ON_ERROR=native every call goes to the
+// library.  A Python program (mpi4py) is skipped: the Python API reads the same settings itself,
+// and its mpi4py is still being imported when it calls MPI_Init.
+void check_at_init(bool python_program) {
+  if (!wanted() || !mpi().ok || python_program) return;
+  Inside guard;  // the check's own MPI calls go to the library
+  const char *on_error = std::getenv("COLLTUNE_ON_ERROR");
+  const bool native = on_error != nullptr && std::strcmp(on_error, "native") == 0;
+  if (!python_ready()) {  // start_python said why, on every rank
+    if (native) {
+      stood_down = true;
+      return;
+    }
+    fail(mpi().world, "cannot start Python with colltune (above), so COLLTUNE_TABLE cannot be read; set "
+                      "COLLTUNE_ON_ERROR=native to run the library's own collectives instead");
+  }
+  PyGILState_STATE gil = PyGILState_Ensure();
+  PyObject *res = PyObject_CallNoArgs(py.check);
+  if (res == nullptr) {
+    report_python_error("colltune.pmpi.settings.check_job failed");
+    PyGILState_Release(gil);
+    fail(mpi().world, "cannot check the settings (see the Python error above)");
+  }
+  if (res != Py_True) stood_down = true;
+  Py_DECREF(res);
+  PyGILState_Release(gil);
 }
 
 // Why the root's own part of a call (``bytes`` of its other buffer's block) unfits it, or null.
@@ -564,6 +601,24 @@ int library(F fn, A... args) {
   return fn(args...);
 }
 }  // namespace
+
+COLLTUNE_EXPORT int MPI_Init(int *argc, char ***argv) {
+  using Init = int (*)(int *, char ***);
+  static const Init init = reinterpret_cast<Init>(dlsym(RTLD_NEXT, "PMPI_Init"));
+  const bool python_program = Py_IsInitialized();
+  const int rc = init(argc, argv);
+  if (rc == 0) check_at_init(python_program);
+  return rc;
+}
+
+COLLTUNE_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
+  using Init = int (*)(int *, char ***, int, int *);
+  static const Init init = reinterpret_cast<Init>(dlsym(RTLD_NEXT, "PMPI_Init_thread"));
+  const bool python_program = Py_IsInitialized();
+  const int rc = init(argc, argv, required, provided);
+  if (rc == 0) check_at_init(python_program);
+  return rc;
+}
 
 // For tests and tools that want to know what ran (look it up with dlsym, it is there only when
 // this library is preloaded): the algorithm that ran this thread's last intercepted collective,
