@@ -786,10 +786,10 @@ def test_goal_export_then_import_is_the_identity(collective, algorithm, procs, r
 def test_goal_reader_accepts_loggopsim_syntax_and_more():
     text = ("// a comment\nnum_ranks 2\n\nrank 0 {\nl1: send 10b to 1 tag 4 cpu 0 nic 0\nl2: calc 500 cpu 0\n"
             "l2 requires l1\n}\nrank 1 {\n   l1: recv 10b from 0 tag 4   // indented, trailing comment\n"
-            "/* a block\n comment */ send 3b to 0\n}\nrank 0 {\nrecv 3b from 1\n}\n")
+            "/* a block\n comment */ send 3b to 0\n}\n")
     schedule = from_goal(text)
     c = schedule.columns
-    assert c["kind"].tolist() == [Kind.SEND, Kind.DELAY, Kind.RECV, Kind.RECV, Kind.SEND]
+    assert c["kind"].tolist() == [Kind.SEND, Kind.DELAY, Kind.RECV, Kind.SEND]
     assert c["delay"][1] == pytest.approx(500e-9)
     assert schedule.requires(1).tolist() == [0]
 
@@ -804,6 +804,13 @@ def test_goal_reader_accepts_loggopsim_syntax_and_more():
     ("num_ranks 2\nrank 0 {\nsend 1b to 1 cpu 1\n}\n", "line 3: only cpu 0 and nic 0"),
     ("num_ranks 2\nrank 0 {\nsend 1 to 1\n}\n", "line 3: expected 'send Nb to R"),
     ("num_ranks 2\nrank 0 {\nsend 1b to 1\n", "rank 0's block is not closed"),
+    ("num_ranks 2\nrank 0 {\n}\nrank 0 {\n}\n", "line 4: rank 0's block is given twice"),
+    ("num_ranks 2\nnum_ranks 3\n", "line 2: a second num_ranks line"),
+    ("num_ranks 100000000\n", "line 1: num_ranks 100000000 is above 65535"),
+    ("num_ranks 2\nrank 0 {\nsend 1b to 1 tag 2147483648\n}\n", "line 3: tag 2147483648 is above 2147483647"),
+    ("num_ranks 2\nrank 0 {\nsend " + "9" * 4301 + "b to 1\n}\n", "line 3: size 99999999999999999999\\.\\.\\. .4301 digits. is above"),
+    ("num_ranks 2\nrank 0 {\ncalc 99999999999999999999\n}\n", "line 3: calc 99999999999999999999 is above"),
+    ("num_ranks 2\nrank 0 {\nsend 1b to 1 cpu " + "1" * 5000 + "\n}\n", "line 3: only cpu 0 and nic 0"),
 ])
 def test_goal_reader_errors_name_the_line(text, problem):
     with pytest.raises(GoalError, match=problem.replace("(", r"\(")):

@@ -25,6 +25,7 @@ from colltune.collectives import COLLECTIVES, Problem
 from colltune.command import console, example, mpi_job, progress_lines
 from colltune.errors import ColltuneError, VerificationError
 from colltune.info import info as info_command
+from colltune.limits import MAX_PROCS
 from colltune.mpi_library import NOT_FOUND, missing
 from colltune.grid import BUILDERS, auto_partitions, compose, read_latency, simulated_time, tree_time
 from colltune.models import MODELS, ParamSet, Prediction, Unavailable, formulas, predict, predict_all
@@ -148,6 +149,9 @@ def _parse_params(pairs: tuple[str, ...], option: str = "--param") -> dict[str, 
                 out[key.strip()] = json.loads(value)
             except json.JSONDecodeError as exc:
                 raise click.BadParameter(f"{pair!r}: not a JSON list: {exc.msg}", param_hint=option) from None
+            except RecursionError:
+                raise click.BadParameter(f"{key.strip()}: a JSON list nested deeper than colltune reads",
+                                         param_hint=option) from None
             continue
         out[key.strip()] = value
     return out
@@ -179,7 +183,7 @@ def verify_cmd(collective: str, algorithm: str, procs: str, size: str, root: str
             raise click.BadParameter("with --collective all, use --algorithm all", param_hint="--algorithm")
         if collective == "all" and any(v is not None for v in (op, dtype)):
             raise click.BadParameter("--op and --dtype need a reduction collective", param_hint="--op/--dtype")
-        proc_list = parse_int_list(procs, "--procs")
+        proc_list = parse_int_list(procs, "--procs", smallest=1)
         sizes = parse_size_list(size)
         reduction = {}
         for c in collectives:
@@ -272,7 +276,7 @@ def _print_results(results: list[dict[str, Any]]) -> None:
 @_collective_option(required=True)
 @click.option("--algorithm", "-a", required=True, type=click.Choice(["all", *REGISTRY.names(aliases=True)]),
               metavar="NAME", help="Algorithm name or alias, or 'all' for every one with a formula, fastest first.")
-@click.option("--procs", "-p", required=True, type=click.IntRange(min=1), help="Process count P.")
+@click.option("--procs", "-p", required=True, type=click.IntRange(1, MAX_PROCS), help="Process count P.")
 @click.option("--size", "-s", required=True, help="Block size in bytes, units allowed: 1000, 64KiB, 1MiB.")
 @click.option("--root", "-r", default=0, show_default=True, type=click.IntRange(min=0), help="Root rank.")
 @click.option("--param", "params", multiple=True, metavar="NAME=VALUE",
@@ -372,7 +376,7 @@ def _topology(spec: str | None, procs: int) -> Topology | None:
 @_collective_option(required=False)
 @click.option("--algorithm", "-a", type=click.Choice(REGISTRY.names(aliases=True)), metavar="NAME",
               help="Algorithm name or alias.")
-@click.option("--procs", "-p", type=click.IntRange(min=1), help="Process count P.")
+@click.option("--procs", "-p", type=click.IntRange(1, MAX_PROCS), help="Process count P.")
 @click.option("--size", "-s", help="Block size in bytes, units allowed: 1000, 64KiB, 1MiB.")
 @click.option("--root", "-r", default=0, show_default=True, type=click.IntRange(min=0), help="Root rank.")
 @click.option("--param", "params", multiple=True, metavar="NAME=VALUE", help="Algorithm parameter; repeatable.")
@@ -453,7 +457,7 @@ def simulate_cmd(profile_spec: str | None, model: str | None, sets: tuple[str, .
 @_collective_option(required=True)
 @click.option("--algorithm", "-a", required=True, type=click.Choice(REGISTRY.names(aliases=True)), metavar="NAME",
               help="Algorithm name or alias.")
-@click.option("--procs", "-p", required=True, type=click.IntRange(min=1), help="Process count P.")
+@click.option("--procs", "-p", required=True, type=click.IntRange(1, MAX_PROCS), help="Process count P.")
 @click.option("--size", "-s", required=True, help="Block size in bytes, units allowed: 1000, 64KiB, 1MiB.")
 @click.option("--root", "-r", default=0, show_default=True, type=click.IntRange(min=0), help="Root rank.")
 @click.option("--param", "params", multiple=True, metavar="NAME=VALUE", help="Algorithm parameter; repeatable.")

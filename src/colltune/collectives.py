@@ -43,8 +43,11 @@ import numpy as np
 from colltune.errors import ParameterError
 from colltune.schedule.ir import REDUCTION_DTYPES, REDUCTION_OPS, Buf
 
-#: Operations that are not defined for a kind of numpy dtype ("f": float, "c": complex, "b": bool).
-_UNDEFINED_OPS = {"f": {"band", "bor", "bxor"}, "c": {"band", "bor", "bxor", "max", "min"}, "b": set()}
+#: Operations that are not defined for a kind of numpy dtype ("f": float, "c": complex, "b": bool),
+#: as in the MPI standard (4.0, section 6.9.2): the bitwise and logical operations take integers
+#: and booleans only, max and min no complex numbers.
+_UNDEFINED_OPS = {"f": {"band", "bor", "bxor", "land", "lor"},
+                  "c": {"band", "bor", "bxor", "land", "lor", "max", "min"}, "b": set()}
 
 
 @dataclass(frozen=True)

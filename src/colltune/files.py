@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 import os
 import stat
+import sys
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pydantic
+
+from colltune.limits import MAX_FILE_BYTES
 
 Record = TypeVar("Record", bound=pydantic.BaseModel)
 
@@ -40,17 +43,42 @@ def parse_record(model: type[Record], data: Any, origin: str, fmt: str, version:
         raise error(f"{origin}: {describe(exc)}") from None
 
 
-def read_json(path: str | os.PathLike[str], what: str, error: type[Exception]) -> Any:
-    """The decoded JSON of the file at ``path`` (``what`` it holds, for messages); a missing file or
-    bad JSON raises ``error`` naming the file."""
+def read_text(path: str | os.PathLike[str], what: str, error: type[Exception]) -> str:
+    """The UTF-8 text of the file at ``path`` (``what`` it holds, for messages); a file that cannot
+    be read, is larger than :data:`colltune.limits.MAX_FILE_BYTES` or is not UTF-8 raises ``error``
+    naming the file (read no further than that limit: ``/dev/zero`` fails at once)."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         raise error(f"{path}: cannot read the {what}: {exc.strerror or exc}") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise error(f"{path}: the {what} is larger than {MAX_FILE_BYTES} B, the most colltune reads")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(f"{path}: the {what} is not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})") \
+            from None
+
+
+def loads_json(text: str, origin: str, error: type[Exception]) -> Any:
+    """``text`` decoded as JSON; bad JSON, or nesting deeper than the decoder can follow, raises
+    ``error`` starting with ``origin`` (a file name)."""
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise error(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+        raise error(f"{origin}: not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+    except RecursionError:
+        raise error(f"{origin}: JSON nested deeper than colltune reads (no colltune file nests more than "
+                    f"a few levels)") from None
+    except ValueError:  # a number of more digits than Python converts (sys.get_int_max_str_digits)
+        raise error(f"{origin}: a number of more than {sys.get_int_max_str_digits()} digits") from None
+
+
+def read_json(path: str | os.PathLike[str], what: str, error: type[Exception]) -> Any:
+    """The decoded JSON of the file at ``path`` (``what`` it holds, for messages): :func:`read_text`,
+    then :func:`loads_json`."""
+    return loads_json(read_text(path, what, error), str(path), error)
 
 
 def write_atomic(path: str | os.PathLike[str], chunks: str | bytes | Iterable[str]) -> None:
@@ -61,7 +89,10 @@ def write_atomic(path: str | os.PathLike[str], chunks: str | bytes | Iterable[st
     less the umask), not the private ones of a temporary file: the MPI library reading an
     exported rules file may run as another user."""
     target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(target)) from None  # the file meant, not the temporary one
     try:
         os.fchmod(fd, _mode_for(target))
         if isinstance(chunks, bytes):

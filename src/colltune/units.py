@@ -9,9 +9,10 @@ from __future__ import annotations
 import re
 
 from colltune.errors import ParameterError
+from colltune.limits import MAX_BYTES, MAX_PROCS
 
 _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "kib": 2**10, "mib": 2**20, "gib": 2**30}
-_SIZE = re.compile(r"^\s*(\d+)\s*([a-zA-Z]*)\s*$")
+_SIZE = re.compile(r"^\s*([0-9]+)\s*([a-zA-Z]*)\s*$")  # ASCII digits only
 
 
 def parse_bytes(text: str) -> int:
@@ -21,19 +22,27 @@ def parse_bytes(text: str) -> int:
     if not m or unit not in _UNITS:
         raise ParameterError(f"size {text!r} is not a whole number of bytes with an optional unit "
                              f"(B, kB, MB, GB, KiB, MiB, GiB)")
-    return int(m.group(1)) * _UNITS[unit]
+    size = int(m.group(1)[:20]) * _UNITS[unit]  # 20 digits exceed MAX_BYTES already
+    if len(m.group(1)) > 20 or size > MAX_BYTES:
+        raise ParameterError(f"size {text!r} is larger than {MAX_BYTES} B (2^63 - 1, MPI's largest count)")
+    return size
 
 
-def parse_int_list(text: str, what: str) -> list[int]:
-    """``"1-4,8"`` -> [1, 2, 3, 4, 8] (ranges inclusive)."""
+def parse_int_list(text: str, what: str, smallest: int = 0, largest: int = MAX_PROCS) -> list[int]:
+    """``"1-4,8"`` -> [1, 2, 3, 4, 8] (ranges inclusive), none below ``smallest`` or above
+    ``largest`` (default :data:`colltune.limits.MAX_PROCS`: these are process counts and ranks)."""
     out: list[int] = []
     for part in text.split(","):
-        m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
+        m = re.fullmatch(r"\s*([0-9]{1,18})\s*(?:-\s*([0-9]{1,18})\s*)?", part)  # ASCII digits, below 10^18
         if not m:
             raise ParameterError(f"{what} {text!r}: {part!r} is not an integer or a range like 1-33")
         lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
         if hi < lo:
             raise ParameterError(f"{what} {text!r}: range {part!r} is empty")
+        if lo < smallest:
+            raise ParameterError(f"{what} {text!r}: {lo} is below {smallest}")
+        if hi > largest:
+            raise ParameterError(f"{what} {text!r}: {hi} is above {largest}, the largest colltune takes")
         out.extend(range(lo, hi + 1))
     return out
 

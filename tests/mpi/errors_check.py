@@ -43,6 +43,11 @@ out = np.zeros(4, dtype=np.int32)
 expect_error("reduction on bytes", lambda: colltune.allreduce(bytearray(8), bytearray(8)), "numpy arrays")
 expect_error("dtypes differ", lambda: colltune.allreduce(ints, out.astype(np.int64)), "dtype")
 expect_error("op undefined for dtype", lambda: colltune.allreduce(ints * 1.0, out * 1.0, op="band"), "band")
+expect_error("logical op on floats, as MPI", lambda: colltune.allreduce(ints * 1.0, out * 1.0, op="land",
+                                                                       algorithm="recursive_doubling"), "land")
+expect_error("object arrays", lambda: colltune.bcast(np.array([object()] * 4), algorithm="binomial"),
+             "array of Python objects")
+expect_error("MPI.COMM_NULL", lambda: colltune.bcast(np.zeros(4), comm=MPI.COMM_NULL), "COMM_NULL")
 expect_error("unknown op", lambda: colltune.allreduce(ints, out, op="mean"), "mean")
 expect_error("overlapping buffers", lambda: colltune.allreduce(out, out), "overlap")
 expect_error("recvbuf too small", lambda: colltune.allgather(ints, np.zeros(4 * P - 1, dtype=np.int32)),

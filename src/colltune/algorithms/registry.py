@@ -14,24 +14,38 @@ imports no MPI and does no I/O.
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Annotated, Any
 
 import pydantic
 
 from colltune.collectives import COLLECTIVES, Problem, get_collective
-from colltune.errors import ParameterError, UnknownAlgorithmError
+from colltune.errors import ParameterError, ScheduleError, UnknownAlgorithmError
+from colltune.limits import MAX_BYTES, MAX_OPS, MAX_PROCS
 from colltune.schedule import Schedule, ScheduleBuilder
 
 Builder = Callable[..., None]
 
 ANY_SHAPE = "any P >= 1, any root, any size >= 0"
+#: Above this many ranks a schedule's op count is first extrapolated (:meth:`Algorithm._check_growth`):
+#: up to it even the direct all-to-all fits :data:`~colltune.limits.MAX_OPS`.
+GROWTH_ABOVE = 4096
+#: The process count the extrapolation builds at, and half of it: milliseconds to build.
+GROWTH_FROM = 256
+#: How far past :data:`~colltune.limits.MAX_OPS` an extrapolation must land before it refuses: the
+#: power law is an estimate, and a schedule just past the limit is left to the builder's count.
+GROWTH_MARGIN = 4
 
 
 @dataclass(frozen=True)
 class Param:
-    """A typed algorithm parameter with a default and, optionally, a minimum."""
+    """A typed algorithm parameter with a default and, optionally, a minimum.
+
+    A whole-number parameter also has a maximum: :data:`~colltune.limits.MAX_BYTES` when its unit
+    is bytes, else :data:`~colltune.limits.MAX_PROCS` (the others count ranks, children or
+    requests, none of which can usefully exceed the largest P); and it takes no booleans."""
 
     name: str
     type: type
@@ -42,9 +56,30 @@ class Param:
     #: For a level of a hierarchical algorithm: the collective whose registered algorithm it names.
     level: str | None = None
 
+    @property
+    def maximum(self) -> int | None:
+        """The largest value a whole-number parameter takes (None for other types)."""
+        if self.type is not int:
+            return None
+        return MAX_BYTES if self.unit == "bytes" else MAX_PROCS
+
+    def field(self) -> tuple[Any, Any]:
+        """The pydantic field (type, default) that checks this parameter."""
+        kind: Any = self.type
+        if self.type is int:
+            kind = Annotated[int, pydantic.BeforeValidator(_no_bool)]
+        return kind, pydantic.Field(self.default, ge=self.minimum, le=self.maximum, description=self.doc)
+
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "type": self.type.__name__, "default": self.default, "minimum": self.minimum,
-                "unit": self.unit, "doc": self.doc}
+                "maximum": self.maximum, "unit": self.unit, "doc": self.doc}
+
+
+def _no_bool(value: Any) -> Any:
+    """Reject ``true``/``false`` where a number is meant (pydantic would take them as 1 and 0)."""
+    if isinstance(value, bool):
+        raise ValueError("a whole number is meant, not a boolean")
+    return value
 
 
 @dataclass(frozen=True)
@@ -104,6 +139,7 @@ class Algorithm:
             raise ParameterError(f"{self.collective}/{self.name} needs a commutative operation; for a "
                                  f"non-commutative one use an order-preserving algorithm")
         values = self.validate_params(params)
+        self._check_growth(problem, values)
         send_bytes, recv_bytes = get_collective(self.collective).buffers(problem)
         b = ScheduleBuilder(problem.procs, send_bytes, recv_bytes)
         self.builder(b, problem, **values)
@@ -114,6 +150,31 @@ class Algorithm:
         if problem.hosts is not None:
             meta["hosts"] = list(problem.hosts)
         return b.build(meta)
+
+    def _check_growth(self, problem: Problem, values: dict[str, Any]) -> None:
+        """Refuse at once, instead of after minutes of building, a schedule that would grow past
+        :data:`~colltune.limits.MAX_OPS`: where segments of ``segment_size`` bytes each reach the
+        P - 1 other ranks (a lower bound for every segmented algorithm), and, above
+        :data:`GROWTH_ABOVE` ranks, where the op count at :data:`GROWTH_FROM` / 2 and
+        :data:`GROWTH_FROM` ranks, extrapolated as a power of P, exceeds the limit
+        :data:`GROWTH_MARGIN` times over (the builder's own count catches the rest)."""
+        P = problem.procs
+        segment = values.get("segment_size") or 0
+        if segment > 0 and problem.size > 0 and -(-problem.size // segment) * (P - 1) > MAX_OPS:
+            raise ScheduleError(f"{self.collective}/{self.name}: {problem.size} B in segments of {segment} B "
+                                f"over {P} ranks needs more than {MAX_OPS} ops, the most colltune builds "
+                                f"(choose a larger segment_size)")
+        if P <= GROWTH_ABOVE or problem.hosts is not None:
+            return
+        small, large = (len(self.schedule_for(replace(problem, procs=n, root=0), **values))
+                        for n in (GROWTH_FROM // 2, GROWTH_FROM))
+        power = math.log2(max(large, 1) / max(small, 1))
+        estimate = large * (P / GROWTH_FROM) ** power
+        if estimate > GROWTH_MARGIN * MAX_OPS:
+            raise ScheduleError(f"{self.collective}/{self.name} over {P} ranks: about {estimate:.3g} ops "
+                                f"(from {small} at {GROWTH_FROM // 2} ranks and {large} at {GROWTH_FROM}), past "
+                                f"{MAX_OPS}, the most colltune builds (choose fewer ranks, or an algorithm with "
+                                f"fewer messages)")
 
     def as_dict(self) -> dict[str, Any]:
         return {"collective": self.collective, "name": self.name, "summary": self.summary, "doc": self.doc.strip(),
@@ -150,9 +211,7 @@ class Registry:
             text = inspect.cleandoc(doc or builder.__doc__ or "")
             if not text:
                 raise ValueError(f"algorithm {collective}/{name} has no docstring")
-            fields: dict[str, Any] = {
-                p.name: (p.type, pydantic.Field(p.default, ge=p.minimum, description=p.doc)) for p in params
-            }
+            fields: dict[str, Any] = {p.name: p.field() for p in params}
             model = pydantic.create_model(  # type: ignore[call-overload]
                 f"{collective}_{name}_params", __config__=pydantic.ConfigDict(extra="forbid", strict=False),
                 **fields)

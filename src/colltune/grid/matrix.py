@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from pathlib import Path
 
 import pydantic
 
 from colltune.errors import ColltuneError
+from colltune.files import loads_json, read_text
 from colltune.models.params import LatencyMatrix
 from colltune.profiles import load_profile
 
@@ -33,19 +33,16 @@ def read_latency(spec: str, scale: float = 1.0) -> LatencyMatrix:
     if spec.startswith("builtin:"):
         return _from_profile(spec, scale)
     path = Path(spec)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise LatencyFileError(f"{spec}: cannot read: {exc.strerror}") from None
+    text = read_text(path, "latency matrix", LatencyFileError)
     if path.suffix.lower() == ".json" or text.lstrip().startswith("{"):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise LatencyFileError(f"{spec}: not valid JSON: {exc.msg} at line {exc.lineno}") from None
+        data = loads_json(text, spec, LatencyFileError)
         if isinstance(data, dict) and data.get("format") == "colltune-profile":
             return _from_profile(spec, scale)
         return _validated(spec, data, scale)
-    rows = [r for r in csv.reader(io.StringIO(text)) if r and not r[0].lstrip().startswith("#")]
+    try:
+        rows = [r for r in csv.reader(io.StringIO(text)) if r and not r[0].lstrip().startswith("#")]
+    except csv.Error as exc:
+        raise LatencyFileError(f"{spec}: not a CSV latency matrix: {exc}") from None
     if len(rows) < 2:
         raise LatencyFileError(f"{spec}: a CSV latency matrix needs a header row of names and one row per name")
     names = [c.strip() for c in rows[0][1:]]

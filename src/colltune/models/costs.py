@@ -127,7 +127,14 @@ class Prediction:
 def _evaluate(f: Formula, params: ParamSet, case: Case) -> float:
     if case.procs == 1 or (case.size == 0 and f.collective != "barrier"):
         return 0.0  # nothing moves: every schedule is empty then (tests/test_models.py checks)
-    return f(params, case)
+    try:
+        t = f(params, case)
+    except OverflowError:
+        t = math.inf
+    if not math.isfinite(t):
+        raise ColltuneError(f"{f.collective}/{f.algorithm} on {f.model}: the predicted time of {case.size} B over "
+                            f"{case.procs} ranks overflows ({t}); the model's parameters are too large")
+    return t
 
 
 def predict(params: ParamSet, model: str, collective: str, algorithm: str, procs: int, size: int, root: int = 0,

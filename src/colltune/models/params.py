@@ -26,12 +26,16 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-#: A non-negative, finite time in seconds (or abstract time units).
-Time = Annotated[float, Field(ge=0, allow_inf_nan=False)]
-#: A non-negative, finite cost per byte, in seconds per byte.
-PerByte = Annotated[float, Field(ge=0, allow_inf_nan=False)]
-#: A positive, finite bandwidth in bytes per second.
-Bandwidth = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+from colltune.limits import MAX_PER_BYTE, MAX_TIME
+
+#: A non-negative, finite time in seconds (or abstract time units), at most
+#: :data:`~colltune.limits.MAX_TIME`.
+Time = Annotated[float, Field(ge=0, le=MAX_TIME, allow_inf_nan=False)]
+#: A non-negative, finite cost per byte, in seconds per byte, at most
+#: :data:`~colltune.limits.MAX_PER_BYTE`.
+PerByte = Annotated[float, Field(ge=0, le=MAX_PER_BYTE, allow_inf_nan=False)]
+#: A finite bandwidth in bytes per second, at least 1 / :data:`~colltune.limits.MAX_PER_BYTE`.
+Bandwidth = Annotated[float, Field(ge=1 / MAX_PER_BYTE, allow_inf_nan=False)]
 
 
 class ParamSet(BaseModel):

@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from colltune.algorithms import REGISTRY
 from colltune.collectives import COLLECTIVES, Problem
 from colltune.errors import ColltuneError
+from colltune.files import read_text
 from colltune.models import Unavailable
 from colltune.schedule import REDUCTION_DTYPES, REDUCTION_OPS, Buf, Kind, Region, Schedule, ScheduleBuilder
 from colltune.tune.native import native_equivalent
@@ -122,10 +123,7 @@ class RankRecord(BaseModel):
 
 def _parse(path: Path) -> RankRecord:
     header, comms, events = None, {}, []
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise RecordError(f"{path}: cannot read: {exc.strerror}") from None
+    text = read_text(path, "record", RecordError)
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -140,6 +138,8 @@ def _parse(path: Path) -> RankRecord:
                 comms[c.comm] = c.ranks
         except (json.JSONDecodeError, ValidationError) as exc:
             raise RecordError(f"{path}:{number}: {_first_error(exc)}") from None
+        except RecursionError:
+            raise RecordError(f"{path}:{number}: JSON nested deeper than colltune reads") from None
     if header is None:
         raise RecordError(f"{path}: empty: no {FORMAT} header")
     return RankRecord(header=header, comms=comms, events=tuple(events))

@@ -218,10 +218,14 @@ def _field_is_table(model: type[ParamSet], name: str) -> bool:
     return info is not None and Tabulated in (typing.get_args(info.annotation) or (info.annotation,))
 
 
-def _parse_value(text: str) -> Any:
+def _parse_value(text: Any) -> Any:
+    """A ``--set`` value: JSON text decoded (a number, a list, a table), else the text itself; a value
+    the command line decoded already stays as it is."""
+    if not isinstance(text, str):
+        return text
     try:
         return json.loads(text)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return text
 
 

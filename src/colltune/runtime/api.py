@@ -126,6 +126,9 @@ def _communicator(comm: Any) -> MPI.Comm:
         return MPI.COMM_WORLD
     if not isinstance(comm, MPI.Comm):
         raise ParameterError(f"comm must be an mpi4py communicator, got {type(comm).__name__}")
+    if comm == MPI.COMM_NULL:
+        raise ParameterError("comm is MPI.COMM_NULL: this rank is not in the communicator, so it takes no part "
+                             "in its collectives")
     if comm.Is_inter():
         raise ParameterError("comm is an intercommunicator; colltune's collectives take intracommunicators")
     return comm

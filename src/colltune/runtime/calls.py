@@ -55,6 +55,9 @@ def active_table(table: DecisionTable | str | os.PathLike[str] | None = None) ->
 def as_bytes(buf: Any, name: str = "buf", writable: bool = True) -> np.ndarray:
     """A ``uint8`` numpy view of ``buf`` (numpy array or any contiguous buffer-protocol object)."""
     if isinstance(buf, np.ndarray):
+        if buf.dtype.hasobject:
+            raise ParameterError(f"{name}: an array of Python objects ({buf.dtype}) holds references, not data "
+                                 f"that MPI can send")
         if buf.flags.c_contiguous:
             arr = buf
         elif buf.flags.f_contiguous:

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from colltune.errors import ScheduleError
+from colltune.limits import MAX_OPS
 from colltune.schedule.ir import (
     COLUMNS,
     REDUCTION_DTYPES,
@@ -71,12 +72,21 @@ class ScheduleBuilder:
         self._sizes[rank, Buf.SCRATCH] = max(int(self._sizes[rank, Buf.SCRATCH]), int(nbytes))
 
     # -- one op at a time ------------------------------------------------------
+    def _grow(self, n: int) -> None:
+        """Count ``n`` more ops; past :data:`colltune.limits.MAX_OPS` raise :class:`ScheduleError`."""
+        if self._n + n > MAX_OPS:
+            raise ScheduleError(f"the schedule of {self.procs} ranks grows past {MAX_OPS} ops, the most colltune "
+                                f"builds (choose fewer ranks, or an algorithm with fewer messages)")
+        self._n += n
+
     def _add(self, rank: int, requires: Iterable[int], irequires: Iterable[int], **fields: Any) -> int:
         i = self._n
         rows = self._rows
         fields["rank"] = rank
         for name, (_, default) in COLUMNS.items():
             rows[name].append(fields.get(name, default))
+        if self._n >= MAX_OPS:
+            self._grow(1)  # raises
         self._n += 1
         reqs = list(requires) + self._fence_deps.pop(rank, [])
         for d in reqs:
@@ -176,8 +186,8 @@ class ScheduleBuilder:
             self._dep_op.append(op)
             self._dep_on.append(on)
             self._dep_start.append(np.zeros(len(op), dtype=bool))
+        self._grow(n)
         self._chunks.append(chunk)
-        self._n += n
         return ids
 
     def _flush_rows(self) -> None:

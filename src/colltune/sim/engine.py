@@ -22,6 +22,7 @@ from typing import Any, Literal
 import numpy as np
 
 from colltune.errors import ColltuneError
+from colltune.limits import MAX_PROCS
 from colltune.models.params import ParamSet, PlogPT
 from colltune.models.plogpt import switch_between
 from colltune.schedule import Buf, Kind, Region, Schedule, ScheduleBuilder
@@ -35,8 +36,6 @@ MAX_RTO_ROUNDS = 10
 #: draw of median total.  Odd, so that the median is a draw; five keep a schedule's price at five
 #: simulations.
 HOLD_DRAWS = 5
-#: The engine's hashed matching keys hold a (receiver, sender) pair in 32 bits.
-MAX_PROCS = 65535
 
 Sharing = Literal["equal", "maxmin"]
 
@@ -147,8 +146,11 @@ def simulate(schedule: Schedule, network: str, params: ParamSet, *, topology: To
         raise SimulationError(f"the simulator handles up to {MAX_PROCS} ranks; the schedule has {schedule.procs}")
     if sharing not in ("equal", "maxmin"):
         raise SimulationError(f"sharing must be 'equal' or 'maxmin', not {sharing!r}")
-    costs = price(schedule, network, params, topology)
-    cost = local_costs(schedule, params)
+    with np.errstate(over="ignore", invalid="ignore"):  # _check_finite names what overflowed
+        costs = price(schedule, network, params, topology)
+        cost = local_costs(schedule, params)
+    _check_finite(schedule, {"local cost": cost, **{name: getattr(costs, name) for name in ("cs", "gs", "lat", "cr",
+                                                                                            "gr", "rdv")}})
     rules = [] if costs.topology is None else \
         [rule for rule in (_rto_rule(params, costs), drop_rule(costs.topology, costs.vol)) if rule is not None]
     hold = 0.0 if costs.topology is None else costs.topology.send_hold
@@ -184,7 +186,7 @@ def _charged(schedule: Schedule, costs: Costs, cost: np.ndarray, rules: list[Rul
         if not new.any():
             break
         penalty[new] = charge[new]
-    _check_complete(schedule, raw)
+    _check_complete(schedule, raw, arrays)
     return raw, arrays, penalty, rounds
 
 
@@ -226,7 +228,20 @@ def _run(schedule: Schedule, costs: Costs, cost: np.ndarray, penalty: np.ndarray
     return raw, arrays
 
 
-def _check_complete(schedule: Schedule, raw: dict[str, Any]) -> None:
+def _check_finite(schedule: Schedule, columns: dict[str, np.ndarray]) -> None:
+    """Raise :class:`SimulationError` naming the first op that a column prices at an infinite or
+    undefined time (parameters too large for a double: 1e308 s/B times 1000 B)."""
+    for name, column in columns.items():
+        bad = np.flatnonzero(~np.isfinite(column))
+        if len(bad):
+            raise SimulationError(f"the model's times overflow: {schedule.describe(int(bad[0]))} costs {column[bad[0]]} "
+                                  f"s ({name}); its parameters are too large to simulate")
+
+
+def _check_complete(schedule: Schedule, raw: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+    if np.isinf(raw["total"]) or np.isinf(arrays["end"]).any():  # (ops that never ran end in NaN)
+        raise SimulationError(f"the simulated times overflow (total {raw['total']} s): the model's parameters are "
+                              f"too large to simulate")
     if raw["unfinished"]:
         i = int(raw["first_unfinished"])
         state = "started but never completed" if raw["first_unfinished_started"] else "never started"

@@ -39,7 +39,8 @@ from pathlib import Path
 import numpy as np
 
 from colltune.errors import ColltuneError
-from colltune.files import write_atomic
+from colltune.files import read_text, write_atomic
+from colltune.limits import MAX_BYTES, MAX_PROCS, MAX_TAG
 from colltune.schedule import Buf, Kind, Region, Schedule
 from colltune.schedule.builder import ScheduleBuilder
 
@@ -92,10 +93,10 @@ def write_goal(path: str | Path, schedule: Schedule, time_unit: float = NANOSECO
 
 
 _OP = re.compile(r"(?:([A-Za-z][A-Za-z0-9_]*)\s*:\s*)?(send|recv|calc)\s+(.*)$")
-_MSG = re.compile(r"(\d+)\s*b\s+(to|from)\s+(-?\d+)(?:\s+tag\s+(-?\d+))?((?:\s+(?:cpu|nic)\s+\d+)*)$")
-_CALC = re.compile(r"(\d+)((?:\s+cpu\s+\d+)?)$")
+_MSG = re.compile(r"([0-9]+)\s*b\s+(to|from)\s+(-?[0-9]+)(?:\s+tag\s+(-?[0-9]+))?((?:\s+(?:cpu|nic)\s+[0-9]+)*)$")
+_CALC = re.compile(r"([0-9]+)((?:\s+cpu\s+[0-9]+)?)$")
 _DEP = re.compile(r"([A-Za-z][A-Za-z0-9_]*)\s+(requires|irequires)\s+([A-Za-z][A-Za-z0-9_]*)$")
-_PLACEMENT = re.compile(r"(cpu|nic)\s+(\d+)")
+_PLACEMENT = re.compile(r"(cpu|nic)\s+([0-9]+)")
 
 
 def _strip_comments(text: str) -> Iterator[tuple[int, str]]:
@@ -115,23 +116,38 @@ def from_goal(text: str, time_unit: float = NANOSECOND, name: str = "<goal>") ->
     rank: int | None = None
     labels: dict[str, int] = {}
 
+    seen: set[int] = set()
+
     def fail(line: int, problem: str) -> GoalError:
         return GoalError(f"{name}: line {line}: {problem}")
 
+    def bounded(line: int, digits: str, largest: int, what: str) -> int:
+        """The integer ``digits`` (an optional minus sign, then digits), at most ``largest``
+        (:mod:`colltune.limits`), checked before it is converted."""
+        if len(digits.lstrip("-")) > len(str(largest)) or int(digits) > largest:
+            shown = digits if len(digits) <= 24 else f"{digits[:20]}... ({len(digits)} digits)"
+            raise fail(line, f"{what} {shown} is above {largest}, the largest colltune takes")
+        return int(digits)
+
     for number, line in _strip_comments(text):
         if rank is None:
-            if m := re.fullmatch(r"num_ranks\s+(\d+)", line):
-                procs = int(m.group(1))
+            if m := re.fullmatch(r"num_ranks\s+([0-9]+)", line):
+                if procs is not None:
+                    raise fail(number, "a second num_ranks line")
+                procs = bounded(number, m.group(1), MAX_PROCS, "num_ranks")
                 if procs < 1:
                     raise fail(number, "num_ranks must be at least 1")
                 ops = [[] for _ in range(procs)]
                 deps = [[] for _ in range(procs)]
-            elif m := re.fullmatch(r"rank\s+(\d+)\s*\{", line):
+            elif m := re.fullmatch(r"rank\s+([0-9]+)\s*\{", line):
                 if procs is None:
                     raise fail(number, "a rank block before num_ranks")
-                rank = int(m.group(1))
+                rank = bounded(number, m.group(1), MAX_PROCS, "rank")
                 if rank >= procs:
                     raise fail(number, f"rank {rank} is not below num_ranks {procs}")
+                if rank in seen:
+                    raise fail(number, f"rank {rank}'s block is given twice")
+                seen.add(rank)
                 labels = {}
             else:
                 raise fail(number, f"expected 'num_ranks N' or 'rank R {{', got {line!r}")
@@ -157,25 +173,27 @@ def from_goal(text: str, time_unit: float = NANOSECOND, name: str = "<goal>") ->
             if not mc:
                 raise fail(number, f"expected 'calc N [cpu C]', got {line!r}")
             placement = mc.group(2)
-            entry = (Kind.DELAY, -1, 0, int(mc.group(1)) * time_unit, number)
+            entry = (Kind.DELAY, -1, 0, bounded(number, mc.group(1), MAX_BYTES, "calc") * time_unit, number)
         else:
             mm = _MSG.fullmatch(rest)
             if not mm or (op == "send") != (mm.group(2) == "to"):
                 word = "to" if op == "send" else "from"
                 raise fail(number, f"expected '{op} Nb {word} R [tag T] [cpu C] [nic N]', got {line!r}")
-            size, _, other, tag_text, placement = mm.groups()
-            tag_value = int(tag_text) if tag_text is not None else 0
-            if op == "send" and (int(other) < 0 or tag_value < 0):
+            size_text, _, other_text, tag_text, placement = mm.groups()
+            size = bounded(number, size_text, MAX_BYTES, "size")
+            other = bounded(number, other_text, MAX_PROCS, "rank")
+            tag_value = bounded(number, tag_text, MAX_TAG, "tag") if tag_text is not None else 0
+            if op == "send" and (other < 0 or tag_value < 0):
                 raise fail(number, "a send needs a destination rank and a tag of 0 or more (-1 is a wildcard, "
                                    "for receives only)")
-            if int(other) < -1 or tag_value < -1:
+            if other < -1 or tag_value < -1:
                 raise fail(number, "a receive's source and tag are 0 or more, or -1 for any")
-            if int(other) >= (procs or 0):
+            if other >= (procs or 0):
                 raise fail(number, f"rank {other} is not below num_ranks {procs}")
-            if int(other) == rank:
+            if other == rank:
                 raise fail(number, f"rank {rank} sends to itself; GOAL schedules for colltune use calc for local work")
-            entry = (Kind.SEND if op == "send" else Kind.RECV, int(other), tag_value, int(size), number)
-        if any(int(v) != 0 for _, v in _PLACEMENT.findall(placement)):
+            entry = (Kind.SEND if op == "send" else Kind.RECV, other, tag_value, size, number)
+        if any(v.lstrip("0") for _, v in _PLACEMENT.findall(placement)):  # no int(): any number of digits
             raise fail(number, "only cpu 0 and nic 0 are simulated (one CPU and one NIC per rank)")
         if label is not None:
             if label in labels:
@@ -186,7 +204,26 @@ def from_goal(text: str, time_unit: float = NANOSECOND, name: str = "<goal>") ->
         raise GoalError(f"{name}: no num_ranks line")
     if rank is not None:
         raise GoalError(f"{name}: rank {rank}'s block is not closed with '}}'")
+    _check_lengths(ops, name)
     return _build(procs, ops, deps)
+
+
+def _check_lengths(ops: list[list[tuple]], name: str) -> None:
+    """Raise :class:`GoalError` for a receive (of a given source and tag) shorter than every message
+    that source sends to it with that tag: whichever it matches, MPI would truncate it
+    (``MPI_ERR_TRUNCATE``).  Which send a receive matches depends on timing, so no more is checked."""
+    shortest: dict[tuple[int, int, int], int] = {}
+    for r, rank_ops in enumerate(ops):
+        for kind, peer, tag, size, _ in rank_ops:
+            if kind == Kind.SEND:
+                key = (r, peer, tag)
+                shortest[key] = min(size, shortest.get(key, size))
+    for r, rank_ops in enumerate(ops):
+        for kind, peer, tag, size, line in rank_ops:
+            if kind == Kind.RECV and peer >= 0 and tag >= 0 and size < shortest.get((peer, r, tag), size):
+                raise GoalError(f"{name}: line {line}: rank {r} receives {size} B from rank {peer} with tag {tag}, "
+                                f"but every message rank {peer} sends it with that tag is longer (the shortest: "
+                                f"{shortest[(peer, r, tag)]} B); MPI would truncate it")
 
 
 def _build(procs: int, ops: list[list[tuple]], deps: list[list[tuple[int, int, bool]]]) -> Schedule:
@@ -216,9 +253,4 @@ def _build(procs: int, ops: list[list[tuple]], deps: list[list[tuple[int, int, b
 
 def read_goal(path: str | Path, time_unit: float = NANOSECOND) -> Schedule:
     """Read a GOAL file (see :func:`from_goal`)."""
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise GoalError(f"{p}: cannot read: {exc.strerror}") from None
-    return from_goal(text, time_unit, str(p))
+    return from_goal(read_text(path, "GOAL file", GoalError), time_unit, str(path))

@@ -27,7 +27,6 @@ paper 001 section III-A, with b(h) on every edge of height h).
 from __future__ import annotations
 
 import itertools
-import json
 import math
 from pathlib import Path
 from typing import Literal
@@ -37,6 +36,7 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from colltune.errors import ColltuneError
+from colltune.files import read_json
 from colltune.models.params import TreeLevels
 
 FORMAT = "colltune-topology"
@@ -512,12 +512,7 @@ def binary_tree(procs: int, levels: TreeLevels) -> Topology:
 def read_topology(path: str | Path) -> Topology:
     """Read and validate a topology file; errors name the file and the field."""
     p = Path(path)
-    try:
-        data = json.loads(p.read_text())
-    except OSError as exc:
-        raise TopologyError(f"{p}: cannot read: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
-        raise TopologyError(f"{p}: not JSON: {exc.msg} at line {exc.lineno}") from None
+    data = read_json(p, "topology file", TopologyError)
     try:
         return Topology.model_validate(data)
     except pydantic.ValidationError as exc:

@@ -199,10 +199,8 @@ def _tune_offline(profile_spec: str | None, method: str, model: str | None, coll
         if profile_spec is None:
             raise click.UsageError(f"--method {method} needs --profile FILE|builtin:NAME")
         profile = load_profile(profile_spec)
-        procs_list = parse_int_list(procs or DEFAULT_TUNE_PROCS, "--procs")
-        if min(procs_list) < 1:
-            raise click.UsageError("--procs: process counts start at 1")
-        largest = parse_bytes(max_size or "4MiB")
+        procs_list = parse_int_list(DEFAULT_TUNE_PROCS if procs is None else procs, "--procs", smallest=1)
+        largest = parse_bytes("4MiB" if max_size is None else max_size)
         pricer, name = _pricer(profile, method, model)
         provenance = Provenance(source=f"colltune tune --method {method} --model {name} --profile {profile_spec}"
                                        + _flags(target, promises),
@@ -283,10 +281,10 @@ def _tune_measure(colls: list[str], procs: str | None, max_size: str | None, rep
     me, size = comm.Get_rank(), comm.Get_size()
     say = progress_lines(me)
     with mpi_job(comm, _outputs(output, files)) as fail:
-        if procs is not None and parse_int_list(procs, "--procs") != [size]:
+        if procs is not None and parse_int_list(procs, "--procs", smallest=1) != [size]:
             fail(f"--method measure tunes at the job's {size} processes; --procs {procs} differs (run mpiexec -n P, "
                  f"or drop --procs)")
-        largest = parse_bytes(max_size or "1MiB")
+        largest = parse_bytes("1MiB" if max_size is None else max_size)
         library = MPI.Get_library_version().strip()
         provenance = Provenance(source=f"colltune tune --method measure (reps {reps}, warm-up {warmup})"
                                        + _flags(target, promises),
@@ -327,10 +325,10 @@ def _tune_hybrid(colls: list[str], procs: str | None, max_size: str | None, reps
     me, size = comm.Get_rank(), comm.Get_size()
     say = progress_lines(me)
     with mpi_job(comm, _outputs(output, files)) as fail:
-        if procs is not None and parse_int_list(procs, "--procs") != [size]:
+        if procs is not None and parse_int_list(procs, "--procs", smallest=1) != [size]:
             fail(f"--method hybrid tunes at the job's {size} processes; --procs {procs} differs (run mpiexec -n P, "
                  f"or drop --procs)")
-        largest = parse_bytes(max_size or "1MiB")
+        largest = parse_bytes("1MiB" if max_size is None else max_size)
         profile = _job_profile(comm, profile_spec, say)
         predictor, name = _pricer(profile, "simulate", model)
         library = MPI.Get_library_version().strip()

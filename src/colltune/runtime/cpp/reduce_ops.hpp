@@ -91,8 +91,9 @@ inline T combine(T a, T b) {
 template <int OP, class T>
 constexpr bool defined() {
   if constexpr (std::is_same_v<T, Bool8>) return true;
-  if constexpr (std::is_floating_point_v<T>) return OP != BAND && OP != BOR && OP != BXOR;
-  if constexpr (!std::is_integral_v<T>) return OP == SUM || OP == PROD || OP == LAND || OP == LOR;  // complex
+  // As MPI (4.0, section 6.9.2): bitwise and logical operations on integers and booleans only.
+  if constexpr (std::is_floating_point_v<T>) return OP == SUM || OP == PROD || OP == MAX || OP == MIN;
+  if constexpr (!std::is_integral_v<T>) return OP == SUM || OP == PROD;  // complex
   return true;
 }
 
