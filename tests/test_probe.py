@@ -668,3 +668,23 @@ def test_nonnegative_fits_never_return_a_negative_from_the_solvers_rounding(monk
     assert coef[0] == 0.0 and coef[1] > 0
     latency, _ = fit.fit_cluster_latency([2, 4, 6], [1, 1, 1], [1e-5, 1e-5, 1e-5], lambda m: 1e-6)
     assert latency.per_proc >= 0
+
+
+@given(st.floats(1e6, 1e10), st.floats(0, 20000), st.floats(1e-6, 1e-3))
+@settings(max_examples=60, deadline=None)
+def test_the_link_s_rate_and_burst_come_back_from_round_trips_through_a_token_bucket(rate, burst, latency):
+    from colltune.probe.hosts import host_topology, link_burst, link_rate
+    sizes = [0] + [2 ** k for k in range(21)]
+    one_way = [latency + max(0.0, m - burst) / rate for m in sizes]  # a bucket of burst bytes, then the rate
+    rtt = [2 * t for t in one_way]
+    assert link_rate(sizes, rtt) == pytest.approx(rate, rel=1e-6)
+    assert link_burst(sizes, rtt) == pytest.approx(burst, rel=1e-4, abs=1e-3 * rate * 1e-6 + 1e-6)
+    hosts = host_topology([0, 0, 1, 1], rate, link_burst(sizes, rtt))
+    assert [n.burst for n in hosts.nodes if n.parent is not None] == pytest.approx([burst, burst], rel=1e-4, abs=1)
+
+
+def test_a_wire_without_a_bucket_has_no_burst():
+    from colltune.probe.hosts import link_burst
+    sizes = [0] + [2 ** k for k in range(21)]
+    frame = 1514 / 1.25e7  # store and forward at the switch: one frame more than the wire alone
+    assert link_burst(sizes, [2 * (20e-6 + (frame if m else 0) + m / 1.25e7) for m in sizes]) == 0.0

@@ -36,32 +36,59 @@ def groups_of(labels: Sequence[int]) -> list[list[int]]:
     return list(out.values())
 
 
-def host_topology(labels: Sequence[int], rate: float) -> Topology:
-    """One switch with every host of ``labels`` on a link of ``rate`` B/s each way, rank r on the
-    host of its label: the topology the probe infers from the hosts it found and the link rate it
-    measured."""
+def host_topology(labels: Sequence[int], rate: float, burst: float = 0.0) -> Topology:
+    """One switch with every host of ``labels`` on a link of ``rate`` B/s each way that passes
+    ``burst`` bytes at once after an idle spell, rank r on the host of its label: the topology the
+    probe infers from the hosts it found and the link it measured (:func:`link_rate`,
+    :func:`link_burst`)."""
     groups = groups_of(labels)
     names = {r: f"h{g}" for g, ranks in enumerate(groups) for r in ranks}
     base = star(len(groups), rate)
-    return base.model_copy(update={"name": f"star-{len(groups)}-hosts", "hosts": tuple(names[r] for r in
-                                                                                      range(len(labels))),
+    nodes = tuple(n if n.parent is None else n.model_copy(update={"burst": burst}) for n in base.nodes)
+    return base.model_copy(update={"name": f"star-{len(groups)}-hosts", "nodes": nodes,
+                                   "hosts": tuple(names[r] for r in range(len(labels))),
                                    "description": f"inferred by colltune probe: one switch, {len(groups)} hosts "
-                                                  f"at {rate:g} B/s"})
+                                                  f"at {rate:g} B/s" + (f", bursts of {burst:.0f} B" if burst else "")})
 
 
-def link_rate(sizes: Sequence[float], rtt: Sequence[float]) -> float:
-    """The rate, B/s, of the link between two ranks: one over the slope of RTT(m) / 2 over the
-    larger half of the sizes (where the wire decides); :class:`ColltuneError` if it does not grow."""
+def _wire_line(sizes: Sequence[float], rtt: Sequence[float]) -> tuple[float, float]:
+    """Slope (s/B) and intercept (s) of the one-way time RTT(m) / 2 where the wire decides: over the
+    larger half of the sizes, then again over those of them above twice the burst that first line
+    implies (:func:`link_burst`), if three remain, so that sizes a token bucket still shortens do not
+    bend it."""
     m = np.asarray(sizes, dtype=np.float64)
     t = np.asarray(rtt, dtype=np.float64) / 2
     keep = m >= np.median(m)
     if keep.sum() < 2:
         keep = m >= 0
-    slope = np.polyfit(m[keep], t[keep], 1)[0]
+    slope, intercept = np.polyfit(m[keep], t[keep], 1)
+    if slope > 0:
+        above = keep & (m >= 2 * (t[int(np.argmin(m))] - intercept) / slope)
+        if above.sum() >= 3:
+            slope, intercept = np.polyfit(m[above], t[above], 1)
+    return float(slope), float(intercept)
+
+
+def link_rate(sizes: Sequence[float], rtt: Sequence[float]) -> float:
+    """The rate, B/s, of the link between two ranks: one over the slope of RTT(m) / 2 over the
+    larger half of the sizes (where the wire decides); :class:`ColltuneError` if it does not grow."""
+    slope, _ = _wire_line(sizes, rtt)
     if not slope > 0:
         raise ColltuneError("the round trips between ranks 0 and 1 do not grow with the message size, so the probe "
                             "cannot tell the link's rate; give the network with --topology")
-    return float(1 / slope)
+    return 1 / slope
+
+
+def link_burst(sizes: Sequence[float], rtt: Sequence[float]) -> float:
+    """The bytes the link between two ranks passes at once after an idle spell (a token bucket's
+    depth: tc tbf's burst, a cloud NIC's allowance), from the same round trips as
+    :func:`link_rate`: a bucket of B bytes makes a message of m > B bytes take a + (m - B) / R one
+    way, so the line through the larger sizes meets the time axis B / R below a, the one-way time of
+    the smallest message; B = R (a - intercept), 0 where the line does not pass below a (a wire
+    without a bucket, whose store-and-forward hops put it above)."""
+    slope, intercept = _wire_line(sizes, rtt)
+    smallest = float(np.asarray(rtt, dtype=np.float64)[int(np.argmin(sizes))]) / 2
+    return max(0.0, (smallest - intercept) / slope) if slope > 0 else 0.0
 
 
 def shared_memory_rtt(comm: MPI.Comm, groups: list[list[int]], sizes: Sequence[int], reps: int,

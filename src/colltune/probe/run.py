@@ -103,6 +103,7 @@ from colltune.probe.hosts import (
     fit_shared_memory,
     groups_of,
     host_topology,
+    link_burst,
     link_rate,
     shared_memory_rtt,
 )
@@ -314,7 +315,7 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
     leaders) gives way to pLogP carried over the hosts' topology.  ``topology`` (the network's, if the user knows it) is kept
     in the profile, its ranks placed on the hosts the ranks run on where those are its nodes (the
     testbed names its hosts so), else rank r on its host r; without one, the probe infers a star
-    of the hosts it found at the link rate it measured.  The check chooses the network model
+    of the hosts it found at the link rate and burst it measured.  The check chooses the network model
     carried over the topology."""
     P, me = comm.Get_size(), comm.Get_rank()
     if P < 2:
@@ -332,7 +333,7 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
         topology = topology.model_copy(update={"hosts": names}) if set(names) <= known else topology.first(P)
     if all(len(g) == 1 for g in groups):
         return _run(comm, mode, sizes, name, topology, progress,
-                    None if topology is not None else lambda rate: host_topology(labels, rate))
+                    None if topology is not None else lambda rate, burst: host_topology(labels, rate, burst))
     plan = plan_for(mode, sizes)
     within = shared_memory_rtt(comm, groups, plan.sizes, plan.reps, plan.warmup)
     leaders = [g[0] for g in groups]
@@ -342,7 +343,8 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
         given = None if topology is None else topology.model_copy(
             update={"hosts": tuple(topology.hosts[r] for r in leaders)})
         profile = _run(sub, mode, sizes, name, given, progress,
-                       None if topology is not None else lambda rate: host_topology(range(len(leaders)), rate))
+                       None if topology is not None else
+                       lambda rate, burst: host_topology(range(len(leaders)), rate, burst))
         sub.Free()
     sleep_until(comm.Ibarrier())  # the ranks that lead no host sleep meanwhile
     if me != 0:
@@ -373,7 +375,7 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
 
 
 def _run(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, topology: Topology | None,
-         progress: Progress | None, infer: Callable[[float], Topology] | None) -> Profile | None:
+         progress: Progress | None, infer: Callable[[float, float], Topology] | None) -> Profile | None:
     """:func:`_probe` with its second check released on rank 0 however it ends."""
     second = _SecondCheck(comm)
     try:
@@ -385,9 +387,9 @@ def _run(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, topo
 
 def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, topology: Topology | None,
            progress: Progress | None, second: _SecondCheck,
-           infer: Callable[[float], Topology] | None = None) -> Profile | None:
+           infer: Callable[[float, float], Topology] | None = None) -> Profile | None:
     """The probe on ``comm``, one rank per host; ``infer`` makes the topology from the link rate
-    (B/s) that the first round trips measure, where none is given."""
+    (B/s) and burst (B) that the first round trips measure, where none is given."""
     P = comm.Get_size()
     if P < 2:
         raise ProbeError(f"colltune probe measures between ranks: run it on at least 2 (mpiexec -n 2 or more), "
@@ -426,18 +428,21 @@ def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, to
     meter.pace(max(plan.sizes))  # also warms the path up before anything is recorded
     sweep("rtt", plan.sizes, "s", "PRTT(1, 0, s): a message and its reply", lambda s: meter.prtt(1, 0.0, s))
     if infer is not None:
-        rate: float | str = 0.0
+        link: tuple[float, float] | str = (0.0, 0.0)
         if me == 0:
             try:
-                rate = link_rate(plan.sizes, m["rtt"].medians)
+                link = (link_rate(plan.sizes, m["rtt"].medians), link_burst(plan.sizes, m["rtt"].medians))
             except ColltuneError as exc:
-                rate = str(exc)
-        rate = comm.bcast(rate)
-        if isinstance(rate, str):
-            raise ProbeError(rate)
-        topology = infer(rate)
+                link = str(exc)
+        link = comm.bcast(link)
+        if isinstance(link, str):
+            raise ProbeError(link)
+        rate, burst = link
+        topology = infer(rate, burst)
         notes.append(f"topology inferred: one switch, a link of {rate * 8 / 1e6:.1f} Mbit/s to every host (the "
-                     "slope of the round trips between ranks 0 and 1 over the larger half of the sizes)")
+                     "slope of the round trips between ranks 0 and 1 over the larger half of the sizes) that passes "
+                     f"{burst:.0f} B at once after an idle spell (a token bucket: where that line meets the time "
+                     "axis below the smallest message's one-way time)")
     per_size = dict(zip(plan.sizes, trains, strict=True))
     name_n = f"n = {n}" if len(set(trains)) == 1 else f"n = {n}, at most {plan.train_bytes} B of messages and n >= 2"
     step(f"send gaps (trains of {n} messages)")
