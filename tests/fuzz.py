@@ -13,6 +13,7 @@ try more cases than the suite does::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import random
 import signal
@@ -25,10 +26,10 @@ from typing import Any
 from click.testing import CliRunner
 
 from colltune import cli
+from colltune.algorithms import REGISTRY
 from colltune.profiles.builtin import builtin
 from colltune.sim.goal import to_goal
 from colltune.sim.topology import star
-from colltune.algorithms import REGISTRY
 from colltune.tune.table import fixed_table
 
 #: The longest a case may take, seconds (a hang fails the case).
@@ -143,7 +144,7 @@ def _table(rng: random.Random) -> Case:
     table = fixed_table({"bcast": ("binomial_tree", {}), "allreduce": ("ring", {}),
                          "alltoall": ("linear_throttled", {"max_outstanding": 2})}, "fuzz")
     doc = json.loads(table.model_dump_json())
-    return Case("table", ("bench-table", "{file}"), _mutate_json(rng, doc))
+    return Case("table", ("table-reader", "{file}"), _mutate_json(rng, doc))
 
 
 def _latency(rng: random.Random) -> Case:
@@ -208,8 +209,41 @@ class _Timeout(Exception):
     pass
 
 
-def _alarm(signum: int, frame: Any) -> None:
-    raise _Timeout
+@contextlib.contextmanager
+def _deadline(seconds: int) -> Iterator[None]:
+    """Raise :class:`_Timeout` in this thread if the block runs past ``seconds``."""
+    def alarm(signum: int, frame: Any) -> None:
+        raise _Timeout
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _table_problems(path: str) -> str | None:
+    """What the interposition library's check at MPI_Init says of the table at ``path``
+    (:func:`colltune.pmpi.settings.problems`): None if it says nothing or one line per problem."""
+    from colltune.pmpi.settings import problems
+    found = problems({"COLLTUNE_TABLE": path})
+    return None if all("\n" not in p for p in found) else f"a message of several lines: {found}"
+
+
+def _command(args: list[str]) -> str | None:
+    """None if ``colltune args`` succeeded or ended with one ``Error:`` line and no traceback."""
+    result = CliRunner().invoke(cli.main, args)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    if "Traceback" in result.output:
+        return "a traceback in the output"
+    if result.exit_code != 0:
+        last = result.output.strip().splitlines()[-1] if result.output.strip() else ""
+        if not last.startswith("Error: "):
+            return f"exit {result.exit_code} without an 'Error:' line: {last!r}"
+    return None
 
 
 def run(case: Case, directory: Path) -> str | None:
@@ -219,40 +253,13 @@ def run(case: Case, directory: Path) -> str | None:
         path = directory / "input"
         path.write_bytes(case.file)
         args = [str(path) if a == "{file}" else a for a in args]
-    if args[0] == "bench-table":  # the table's reader, as the interposition library checks it at MPI_Init
-        from colltune.pmpi.settings import problems
-        previous = signal.signal(signal.SIGALRM, _alarm)
-        signal.alarm(CASE_SECONDS)
-        try:
-            found = problems({"COLLTUNE_TABLE": args[1]})
-        except _Timeout:
-            return f"ran past {CASE_SECONDS} s"
-        except Exception as exc:  # noqa: BLE001 - any exception is the defect this reports
-            return f"{type(exc).__name__}: {exc}"
-        finally:
-            signal.alarm(0)
-            signal.signal(signal.SIGALRM, previous)
-        return None if all("\n" not in p for p in found) else f"a message of several lines: {found}"
-    previous = signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(CASE_SECONDS)
     try:
-        result = CliRunner().invoke(cli.main, args)
+        with _deadline(CASE_SECONDS):
+            return _table_problems(args[1]) if args[0] == "table-reader" else _command(args)
     except _Timeout:
         return f"ran past {CASE_SECONDS} s"
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
-    if isinstance(result.exception, _Timeout):
-        return f"ran past {CASE_SECONDS} s"
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        return f"{type(result.exception).__name__}: {result.exception}"
-    if "Traceback" in result.output:
-        return "a traceback in the output"
-    if result.exit_code != 0:
-        last = result.output.strip().splitlines()[-1] if result.output.strip() else ""
-        if not last.startswith("Error: "):
-            return f"exit {result.exit_code} without an 'Error:' line: {last!r}"
-    return None
+    except Exception as exc:  # noqa: BLE001 - any exception is the defect this reports
+        return f"{type(exc).__name__}: {exc}"
 
 
 def main() -> int:
