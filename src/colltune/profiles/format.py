@@ -225,7 +225,7 @@ def _parse_value(text: Any) -> Any:
         return text
     try:
         return json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):  # bad JSON (JSONDecodeError), too many digits, too deep
         return text
 
 
