@@ -154,9 +154,9 @@ class ScheduleBuilder:
             self._fence_deps[rank] = done
 
     # -- many ops at once -----------------------------------------------------
-    def bulk(self, kind: Kind, rank: np.ndarray, requires: np.ndarray | None = None,
+    def bulk(self, kind: Kind | np.ndarray, rank: np.ndarray, requires: np.ndarray | None = None,
              **fields: np.ndarray | float) -> np.ndarray:
-        """Append ``len(rank)`` ops of one ``kind`` from arrays; return their op ids.
+        """Append ``len(rank)`` ops of one ``kind`` (or one per op) from arrays; return their op ids.
 
         ``fields`` are columns of :data:`~colltune.schedule.ir.COLUMNS` (arrays or
         scalars broadcast to all ops). ``requires`` is an ``(n, k)`` int array of op
@@ -170,9 +170,13 @@ class ScheduleBuilder:
             raise ScheduleError(f"bulk: unknown columns {sorted(unknown)}")
         chunk: dict[str, np.ndarray] = {}
         for name, (dtype, default) in COLUMNS.items():
-            value = fields.get(name, default)
-            chunk[name] = np.broadcast_to(np.asarray(value, dtype=dtype), (n,)).copy()
-        chunk["kind"][:] = kind
+            value = np.asarray(fields.get(name, default), dtype=dtype)
+            if value.ndim == 0:
+                chunk[name] = value  # one value for all its ops, placed as such by build()
+            else:
+                chunk[name] = np.broadcast_to(value, (n,)).copy()
+        kinds = np.asarray(kind, dtype=COLUMNS["kind"][0])
+        chunk["kind"] = kinds if kinds.ndim == 0 else np.broadcast_to(kinds, (n,)).copy()
         chunk["rank"] = rank
         ids = np.arange(self._n, self._n + n, dtype=np.int64)
         if requires is not None:
@@ -200,33 +204,64 @@ class ScheduleBuilder:
     def build(self, meta: Mapping[str, Any] | None = None) -> Schedule:
         """Validate and return the immutable schedule."""
         self._flush_rows()
-        n = self._n
-        if self._chunks:
-            cols = {name: np.concatenate([ch[name] for ch in self._chunks]) for name in COLUMNS}
-        else:
-            cols = {name: np.zeros(0, dtype=dt) for name, (dt, _) in COLUMNS.items()}
-        validate_columns(self.procs, self._sizes, cols)
-        perm = np.argsort(cols["rank"], kind="stable")
-        inv = np.empty(n, dtype=np.int64)
-        inv[perm] = np.arange(n)
-        cols = {name: arr[perm] for name, arr in cols.items()}
+        n, procs = self._n, self.procs
+        counts = np.zeros(procs, dtype=np.int64)
+        for ch in self._chunks:
+            rank = ch["rank"]
+            if len(rank) and (rank.min() < 0 or rank.max() >= procs):
+                i = int(np.flatnonzero((rank < 0) | (rank >= procs))[0])
+                raise ScheduleError(f"op rank {int(rank[i])} outside 0..{procs - 1}")
+            counts += np.bincount(rank, minlength=procs)
+        rank_ptr = np.zeros(procs + 1, dtype=np.int64)
+        np.cumsum(counts, out=rank_ptr[1:])
+        cols, at = self._place(rank_ptr)
+        validate_columns(procs, self._sizes, cols)
         dep_op = np.concatenate(self._dep_op + [np.asarray(self._s_dep_op, dtype=np.int64)])
         dep_on = np.concatenate(self._dep_on + [np.asarray(self._s_dep_on, dtype=np.int64)])
         dep_start = np.concatenate(self._dep_start + [np.asarray(self._s_dep_start, dtype=bool)])
         if len(dep_op):
-            rank_before = cols["rank"][inv[dep_op]]
-            wrong = rank_before != cols["rank"][inv[dep_on]]
+            assert at is not None
+            rank_before = cols["rank"][at[dep_op]]
+            wrong = rank_before != cols["rank"][at[dep_on]]
             if wrong.any():
                 k = int(np.flatnonzero(wrong)[0])
                 raise ScheduleError(
                     f"op #{int(dep_op[k])} on rank {int(rank_before[k])} depends on op #{int(dep_on[k])} "
-                    f"of rank {int(cols['rank'][inv[dep_on[k]]])}; dependencies stay within a rank")
-        dep_op, dep_on = inv[dep_op], inv[dep_on]
-        order = np.lexsort((dep_on, dep_op))
-        dep_op, dep_on, dep_start = dep_op[order], dep_on[order], dep_start[order]
+                    f"of rank {int(cols['rank'][at[dep_on[k]]])}; dependencies stay within a rank")
+            dep_op, dep_on = at[dep_op], at[dep_on]
+            order = np.lexsort((dep_on, dep_op))
+            dep_op, dep_on, dep_start = dep_op[order], dep_on[order], dep_start[order]
         dep_ptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.bincount(dep_op, minlength=n), out=dep_ptr[1:])
-        rank_ptr = np.zeros(self.procs + 1, dtype=np.int64)
-        np.cumsum(np.bincount(cols["rank"], minlength=self.procs), out=rank_ptr[1:])
-        return Schedule(procs=self.procs, buffer_sizes=self._sizes.copy(), columns=cols, rank_ptr=rank_ptr,
+        if len(dep_op):
+            np.cumsum(np.bincount(dep_op, minlength=n), out=dep_ptr[1:])
+        return Schedule(procs=procs, buffer_sizes=self._sizes.copy(), columns=cols, rank_ptr=rank_ptr,
                         dep_ptr=dep_ptr, dep_idx=dep_on, dep_start=dep_start, meta=dict(meta or {}))
+
+    def _place(self, rank_ptr: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
+        """The columns with the ops sorted by rank, each rank's in insertion order (``rank_ptr``
+        marks where each rank's start), and, where there are dependencies to remap, each op id's
+        place in them.  Each chunk's ops are written straight to their places: no sort of the
+        whole schedule, no second copy of its columns."""
+        n = self._n
+        cols = {name: np.empty(n, dtype=dtype) for name, (dtype, _) in COLUMNS.items()}
+        at = np.empty(n, dtype=np.int64) if self._dep_op or self._s_dep_op else None
+        free = rank_ptr[:-1].copy()  # each rank's next place
+        first = 0
+        for ch in self._chunks:
+            rank = ch["rank"]
+            m = len(rank)
+            if m == 0:
+                continue
+            perm = None if bool(np.all(rank[:-1] <= rank[1:])) else np.argsort(rank, kind="stable")
+            ranks = rank if perm is None else rank[perm]
+            here = np.bincount(ranks, minlength=self.procs)
+            starts = np.cumsum(here) - here
+            where = free[ranks] + (np.arange(m) - starts[ranks])
+            free += here
+            for name, col in cols.items():
+                value = ch[name]
+                col[where] = value if value.ndim == 0 or perm is None else value[perm]
+            if at is not None:
+                at[first + (np.arange(m) if perm is None else perm)] = where
+            first += m
+        return cols, at

@@ -96,20 +96,39 @@ def _column(schedule: Schedule, name: str, dtype: type) -> np.ndarray:
     return np.ascontiguousarray(arr, dtype=dtype)  # no copy when the type already matches
 
 
-def price(schedule: Schedule, network: str, params: ParamSet, topology: Topology | None = None) -> Costs:
+@dataclass(frozen=True)
+class Classes:
+    """Ops that cost the same under a network that prices messages by their size alone (the same
+    kind, length and delay): ``of`` gives each op's class (int32), ``ops`` one op of each."""
+
+    of: np.ndarray
+    ops: np.ndarray
+
+    @classmethod
+    def of_schedule(cls, schedule: Schedule) -> Classes:
+        of, ops = _engine.op_classes(_column(schedule, "kind", np.int8), _column(schedule, "length", np.int64),
+                                     _column(schedule, "delay", np.float64))
+        return cls(of, ops)
+
+
+def price(schedule: Schedule, network: str, params: ParamSet,
+          topology: Topology | None = None) -> tuple[Costs, Classes | None]:
     """The engine's cost columns for ``schedule`` on ``network`` (a name in :data:`NETWORKS`),
-    carried over ``topology`` if given."""
+    carried over ``topology`` if given: one entry per op, or, where the network prices by size
+    alone and no topology carries it, one per class of ops that cost the same (the classes
+    returned beside), so that a million messages of one size are priced, and held, once."""
     net = NETWORKS.get(network)
     if net is None:
         raise NetworkError(f"unknown network model {network!r}; valid: {', '.join(NETWORKS)}")
-    msgs = Messages(schedule, schedule.columns["kind"] == Kind.SEND)
+    classes = Classes.of_schedule(schedule) if net.by_size and topology is None else None
+    msgs = Messages.of(schedule, None if classes is None else classes.ops)
     costs = net.price(params, msgs)
     if topology is not None:
         if costs.topology is not None:
             raise NetworkError(f"{network} brings its own topology; --topology applies to endpoint models only")
         back = None if topology.ack_above is None else _ack_latency(net, params, msgs)
         costs = on_topology(costs, msgs, topology, back)
-    return costs
+    return costs, classes
 
 
 def _ack_latency(net: Network, params: ParamSet, msgs: Messages) -> np.ndarray:
@@ -124,7 +143,7 @@ def _ack_latency(net: Network, params: ParamSet, msgs: Messages) -> np.ndarray:
         b.send(int(sender), int(receiver), Region(Buf.SEND, 0, 0))
     empty = b.build()
     sends = empty.columns["kind"] == Kind.SEND
-    lat = net.price(params, Messages(empty, sends)).lat[sends]
+    lat = net.price(params, Messages.of(empty)).lat[sends]
     order = np.lexsort((empty.columns["peer"][sends], empty.columns["rank"][sends]))  # as np.unique sorts
     out = np.zeros(len(msgs.sends))
     out[msgs.sends] = lat[order][which.reshape(-1)]
@@ -147,38 +166,44 @@ def simulate(schedule: Schedule, network: str, params: ParamSet, *, topology: To
     if sharing not in ("equal", "maxmin"):
         raise SimulationError(f"sharing must be 'equal' or 'maxmin', not {sharing!r}")
     with np.errstate(over="ignore", invalid="ignore"):  # _check_finite names what overflowed
-        costs = price(schedule, network, params, topology)
-        cost = local_costs(schedule, params)
+        costs, classes = price(schedule, network, params, topology)
+        cost = local_costs(schedule, params, None if classes is None else classes.ops)
     _check_finite(schedule, {"local cost": cost, **{name: getattr(costs, name) for name in ("cs", "gs", "lat", "cr",
-                                                                                            "gr", "rdv")}})
+                                                                                            "gr", "rdv")}},
+                  None if classes is None else classes.ops)
     rules = [] if costs.topology is None else \
         [rule for rule in (_rto_rule(params, costs), drop_rule(costs.topology, costs.vol)) if rule is not None]
     hold = 0.0 if costs.topology is None else costs.topology.send_hold
     if hold == 0:
-        raw, arrays, penalty, rounds = _charged(schedule, costs, cost, rules, sharing)
+        raw, arrays, penalty, rounds = _charged(schedule, costs, classes, cost, rules, sharing)
     else:  # the draw of median total among HOLD_DRAWS seeded ones
         sends = schedule.columns["kind"] == Kind.SEND
         draws = []
         for seed in range(HOLD_DRAWS):
             held = np.random.default_rng(seed).exponential(hold, len(schedule)) * sends
-            draws.append(_charged(schedule, replace(costs, cs=costs.cs + held), cost, rules, sharing))
+            draws.append(_charged(schedule, replace(costs, cs=costs.cs + held), None, cost, rules, sharing))
         raw, arrays, penalty, rounds = sorted(draws, key=lambda d: float(d[0]["total"]))[HOLD_DRAWS // 2]
     meta: dict[str, Any] = {} if costs.topology is None else {"sharing": sharing}
     if hold:
         meta.update(send_hold=hold, draws=HOLD_DRAWS)
+    n = len(schedule)
+    none = np.broadcast_to(np.nan, (n,))  # no flows: NaN at every op, held once
     return SimResult(network=network, total=float(raw["total"]), completion=arrays["completion"],
-                     start=arrays["start"], end=arrays["end"], flow_end=arrays["flow_end"],
-                     flow_rate=arrays["flow_rate"], rto=penalty > 0, penalty=penalty, events=int(raw["events"]),
-                     messages=schedule.num_messages, rounds=rounds, meta=meta)
+                     start=arrays["start"], end=arrays["end"], flow_end=arrays.get("flow_end", none),
+                     flow_rate=arrays.get("flow_rate", none),
+                     rto=penalty > 0 if penalty.strides[0] else np.broadcast_to(False, (n,)), penalty=penalty,
+                     events=int(raw["events"]), messages=schedule.num_messages, rounds=rounds, meta=meta)
 
 
-def _charged(schedule: Schedule, costs: Costs, cost: np.ndarray, rules: list[Rule],
+def _charged(schedule: Schedule, costs: Costs, classes: Classes | None, cost: np.ndarray, rules: list[Rule],
              sharing: Sharing) -> tuple[dict[str, Any], dict[str, np.ndarray], np.ndarray, int]:
     """One simulation with the retransmission and drop ``rules`` charged until no further op is hit:
-    the engine's raw result, its arrays, the per-op charges (s) and the rounds it took."""
-    penalty = np.zeros(len(schedule))
+    the engine's raw result, its arrays, the per-op charges (s; without a topology none, held as
+    one zero) and the rounds it took."""
+    n = len(schedule)
+    penalty = np.zeros(n) if costs.topology is not None else np.broadcast_to(0.0, (n,))
     for rounds in range(1, MAX_RTO_ROUNDS + 2):
-        raw, arrays = _run(schedule, costs, cost, penalty, sharing)
+        raw, arrays = _run(schedule, costs, classes, cost, penalty, sharing)
         if not rules or rounds > MAX_RTO_ROUNDS:
             break
         charge = sum(rule(schedule, arrays) for rule in rules)
@@ -190,10 +215,11 @@ def _charged(schedule: Schedule, costs: Costs, cost: np.ndarray, rules: list[Rul
     return raw, arrays, penalty, rounds
 
 
-def _run(schedule: Schedule, costs: Costs, cost: np.ndarray, penalty: np.ndarray,
+def _run(schedule: Schedule, costs: Costs, classes: Classes | None, cost: np.ndarray, penalty: np.ndarray,
          sharing: Sharing) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     n, P = len(schedule), schedule.procs
-    arrays = {name: np.empty(n) for name in ("start", "end", "flow_start", "flow_end", "flow_rate")}
+    flows = ("flow_start", "flow_end", "flow_rate") if costs.topology is not None else ()
+    arrays = {name: np.empty(n) for name in ("start", "end", *flows)}
     arrays["completion"] = np.zeros(P)
     none_i, none_f = np.zeros(0, dtype=np.int32), np.zeros(0)
     duplex_sizes, duplex_shares, trunk_duplex, cores, core_cost = none_f, none_f, none_f, 0, none_f
@@ -217,24 +243,26 @@ def _run(schedule: Schedule, costs: Costs, cost: np.ndarray, penalty: np.ndarray
         _column(schedule, "peer", np.int32), _column(schedule, "tag", np.int32),
         _column(schedule, "rank_ptr", np.int64), _column(schedule, "dep_ptr", np.int64),
         _column(schedule, "dep_idx", np.int64), _column(schedule, "dep_start", np.bool_),
-        bool(schedule.meta.get("posting_order", True)), cost, costs.cs, costs.gs, costs.lat, costs.cr, costs.gr,
+        bool(schedule.meta.get("posting_order", True)), none_i if classes is None else classes.of, cost, costs.cs, costs.gs, costs.lat, costs.cr, costs.gr,
         costs.rdv, none_f if costs.ack is None else costs.ack, vol,
         penalty if costs.topology is not None else none_f, duplex_sizes, duplex_shares, TCP_RTO_MIN,
         float(many[0]), float(many[1]), trunk_duplex, parent, up, down,
         burst, host_node,
-        sharing == "maxmin", fifo, cores, core_cost, arrays["start"], arrays["end"], arrays["flow_start"],
-        arrays["flow_end"], arrays["flow_rate"],
+        sharing == "maxmin", fifo, cores, core_cost, arrays["start"], arrays["end"],
+        *(arrays[name] if name in arrays else none_f for name in ("flow_start", "flow_end", "flow_rate")),
         arrays["completion"])
     return raw, arrays
 
 
-def _check_finite(schedule: Schedule, columns: dict[str, np.ndarray]) -> None:
-    """Raise :class:`SimulationError` naming the first op that a column prices at an infinite or
-    undefined time (parameters too large for a double: 1e308 s/B times 1000 B)."""
+def _check_finite(schedule: Schedule, columns: dict[str, np.ndarray], ops: np.ndarray | None = None) -> None:
+    """Raise :class:`SimulationError` naming the first op that a column (of one entry per op, or
+    per class of ops, ``ops`` naming one op of each) prices at an infinite or undefined time
+    (parameters too large for a double: 1e308 s/B times 1000 B)."""
     for name, column in columns.items():
         bad = np.flatnonzero(~np.isfinite(column))
         if len(bad):
-            raise SimulationError(f"the model's times overflow: {schedule.describe(int(bad[0]))} costs {column[bad[0]]} "
+            op = int(bad[0]) if ops is None else int(ops[bad[0]])
+            raise SimulationError(f"the model's times overflow: {schedule.describe(op)} costs {column[bad[0]]} "
                                   f"s ({name}); its parameters are too large to simulate")
 
 

@@ -53,29 +53,26 @@ class NetworkError(ColltuneError):
     """A network model that cannot time this schedule (missing parameters, wrong size)."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class Messages:
-    """The messages of a schedule, one entry per op (meaningful at SEND ops): ``size`` bytes,
-    ``src`` and ``dst`` ranks; ``procs`` is P."""
+    """The messages of some ops of a schedule, one entry per op (meaningful at SEND ops): ``size``
+    bytes, ``src`` and ``dst`` ranks, ``sends`` the mask of SEND ops; ``procs`` is P."""
 
-    schedule: Schedule
-    sends: np.ndarray  # bool mask of SEND ops
+    size: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    sends: np.ndarray
+    procs: int
 
-    @property
-    def procs(self) -> int:
-        return self.schedule.procs
+    @classmethod
+    def of(cls, schedule: Schedule, ops: np.ndarray | None = None) -> Messages:
+        """The messages of ``schedule``'s ops, or of the ops numbered ``ops``."""
+        c = schedule.columns
 
-    @property
-    def size(self) -> np.ndarray:
-        return self.schedule.columns["length"]
+        def pick(a: np.ndarray) -> np.ndarray:
+            return a if ops is None else a[ops]
 
-    @property
-    def src(self) -> np.ndarray:
-        return self.schedule.columns["rank"]
-
-    @property
-    def dst(self) -> np.ndarray:
-        return self.schedule.columns["peer"]
+        return cls(pick(c["length"]), pick(c["rank"]), pick(c["peer"]), pick(c["kind"]) == Kind.SEND, schedule.procs)
 
     def per_size(self, fn: Callable[[int], float]) -> np.ndarray:
         """``fn(size)`` at every op, computed once per distinct size."""
@@ -109,6 +106,7 @@ class Network:
     doc: str
     price: Callable[[ParamSet, Messages], Costs]
     own_topology: bool = False  # it builds its network from its parameters; --topology does not apply
+    by_size: bool = False  # a message's costs depend on its size alone (not on its ranks)
 
     @property
     def summary(self) -> str:
@@ -118,15 +116,17 @@ class Network:
 NETWORKS: dict[str, Network] = {}
 
 
-def network(name: str, params: str, source: str, doc: str | None = None, own_topology: bool = False) -> Callable[
+def network(name: str, params: str, source: str, doc: str | None = None, own_topology: bool = False,
+            by_size: bool = False) -> Callable[
         [Callable[[ParamSet, Messages], Costs]], Callable[[ParamSet, Messages], Costs]]:
     """Register a network model ``name`` priced from the profile model ``params``; its
     documentation is ``doc`` or the function's docstring; ``own_topology``: it builds its switched
-    network from its parameters (a topology cannot carry it)."""
+    network from its parameters (a topology cannot carry it); ``by_size``: it prices a message by
+    its size alone, so the simulator prices each size once."""
     def deco(fn: Callable[[ParamSet, Messages], Costs]) -> Callable[[ParamSet, Messages], Costs]:
         if name in NETWORKS:
             raise ValueError(f"network model {name!r} registered twice")
-        NETWORKS[name] = Network(name, params, source, doc or fn.__doc__ or "", fn, own_topology)
+        NETWORKS[name] = Network(name, params, source, doc or fn.__doc__ or "", fn, own_topology, by_size)
         return fn
     return deco
 
@@ -167,7 +167,7 @@ def _columns(msgs: Messages, cs, gs, lat, cr, gr, rdv=None) -> Costs:  # type: i
     return Costs(full(cs), full(gs), full(lat), full(cr), full(gr), flags)
 
 
-@network("loggops", "loggp", "LogGOPSim (Hoefler, Schneider, Lumsdaine 2010), its 2023 rules")
+@network("loggops", "loggp", "LogGOPSim (Hoefler, Schneider, Lumsdaine 2010), its 2023 rules", by_size=True)
 def _loggops(p: LogGP, msgs: Messages) -> Costs:
     """LogGOPS endpoints, by LogGOPSim's rules.
 
@@ -181,7 +181,7 @@ def _loggops(p: LogGP, msgs: Messages) -> Costs:
                     p.g + extra * p.G, msgs.size > p.S)
 
 
-@network("logp", "logp", "Culler et al. 1993")
+@network("logp", "logp", "Culler et al. 1993", by_size=True)
 def _logp(p: LogP, msgs: Messages) -> Costs:
     """LogP endpoints: LogGOPS with G = O = 0 and no rendezvous.
 
@@ -191,14 +191,14 @@ def _logp(p: LogP, msgs: Messages) -> Costs:
     return _columns(msgs, p.o, p.g, p.o + p.L, p.o, p.g)
 
 
-@network("postal", "postal", "Bar-Noy and Kipnis 1992; paper 000 footnote 2")
+@network("postal", "postal", "Bar-Noy and Kipnis 1992; paper 000 footnote 2", by_size=True)
 def _postal(p: Postal, msgs: Messages) -> Costs:
     """The Postal model: a send keeps the sender busy for one step; the message is there lambda
     after the send started; receiving is free."""
     return _columns(msgs, p.step, p.step, p.lam, 0.0, 0.0)
 
 
-@network("hockney", "hockney", "Hockney 1994")
+@network("hockney", "hockney", "Hockney 1994", by_size=True)
 def _hockney(p: Hockney, msgs: Messages) -> Costs:
     """Hockney's linear model: a message of m bytes takes alpha + beta m, during which its sender
     can send nothing else (one port, full duplex); receiving is free."""
@@ -221,13 +221,13 @@ os or or is 0.  Table 1 and 2 of paper 003 follow from these rules where their a
 """
 
 
-@network("plogp", "plogp", "Kielmann et al. 2000; paper 003 section 2",
+@network("plogp", "plogp", "Kielmann et al. 2000; paper 003 section 2", by_size=True, doc=
          "pLogP endpoints with the unidirectional os(m), or(m) and g(m).\n\n" + _PLOGP_DOC)
 def _plogp_uni(p: PLogP, msgs: Messages) -> Costs:
     return _plogp(p.unidirectional, p.L, msgs)
 
 
-@network("plogp-bi", "plogp", "paper 001 section III-B-1",
+@network("plogp-bi", "plogp", "paper 001 section III-B-1", by_size=True, doc=
          "pLogP endpoints with the bidirectional os(m), or(m) and g(m), measured with both ends sending.\n\n"
          + _PLOGP_DOC)
 def _plogp_bi(p: PLogP, msgs: Messages) -> Costs:
@@ -238,7 +238,7 @@ def _plogp_bi(p: PLogP, msgs: Messages) -> Costs:
 
 
 
-@network("cluster", "cluster", "paper 000 section 3, eq. 2")
+@network("cluster", "cluster", "paper 000 section 3, eq. 2", by_size=True)
 def _cluster(p: ClusterModel, msgs: Messages) -> Costs:
     """Paper 000's cluster model: receiving occupies the CPU, so a node that receives delays its
     own sends (eq. 2).
@@ -362,13 +362,15 @@ def on_topology(costs: Costs, msgs: Messages, topology: Topology, back: np.ndarr
     return Costs(cs, gs, lat, cr, gr, costs.rdv, vol, topology, ack)
 
 
-def local_costs(schedule: Schedule, params: ParamSet) -> np.ndarray:
-    """CPU time of every local op, s: DELAY ops their delay; reductions ``gamma`` per byte when
-    the parameters have one (Hockney); copies nothing."""
+def local_costs(schedule: Schedule, params: ParamSet, ops: np.ndarray | None = None) -> np.ndarray:
+    """CPU time of every local op (of the ops numbered ``ops``), s: DELAY ops their delay;
+    reductions ``gamma`` per byte when the parameters have one (Hockney); copies nothing; 0 for
+    sends and receives."""
     c = schedule.columns
-    cost = np.where(c["kind"] == Kind.DELAY, c["delay"], 0.0).astype(np.float64)
+    kind, delay, length = (c[name] if ops is None else c[name][ops] for name in ("kind", "delay", "length"))
+    cost = np.where(kind == Kind.DELAY, delay, 0.0).astype(np.float64)
     gamma = getattr(params, "gamma", None)
     if gamma:
-        red = c["kind"] == Kind.REDUCE
-        cost[red] = gamma * c["length"][red]
+        red = kind == Kind.REDUCE
+        cost[red] = gamma * length[red]
     return cost
