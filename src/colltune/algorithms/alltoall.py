@@ -34,18 +34,19 @@ def _exchange_all(b: ScheduleBuilder, m: int, send_to: np.ndarray, recv_from: np
     receive then one send.  Built in bulk, rank after rank, so a million messages take a second."""
     P, k = send_to.shape
     ranks = np.arange(P, dtype=np.int32)
-    b.bulk(Kind.COPY, ranks, buf=Buf.RECV, offset=ranks * m, length=m, src_buf=Buf.SEND, src_offset=ranks * m)
     if recvs_first:
-        kinds = np.repeat(np.array([Kind.RECV, Kind.SEND], dtype=np.int8), k)
-        peers = np.concatenate([recv_from, send_to], axis=1)
+        kinds = np.repeat(np.array([Kind.COPY, Kind.RECV, Kind.SEND], dtype=np.int8), [1, k, k])
+        peers = np.concatenate([ranks[:, None], recv_from, send_to], axis=1)
     else:
-        kinds = np.tile(np.array([Kind.RECV, Kind.SEND], dtype=np.int8), k)
-        peers = np.stack([recv_from, send_to], axis=2).reshape(P, 2 * k)
-    kind = np.broadcast_to(kinds, (P, 2 * k)).ravel()
-    peer = peers.astype(np.int32).ravel()
-    b.bulk(kind, np.repeat(ranks, 2 * k), peer=peer, tag=TAG_DATA,
-           buf=np.where(kind == Kind.RECV, np.int8(Buf.RECV), np.int8(Buf.SEND)), offset=peer.astype(np.int64) * m,
-           length=m)
+        kinds = np.concatenate([[Kind.COPY], np.tile(np.array([Kind.RECV, Kind.SEND], dtype=np.int8), k)])
+        peers = np.concatenate([ranks[:, None], np.stack([recv_from, send_to], axis=2).reshape(P, 2 * k)], axis=1)
+    kind = np.broadcast_to(kinds.astype(np.int8), (P, 2 * k + 1)).ravel()
+    peer = peers.astype(np.int32).ravel()  # a copy's: its own rank, whose block it copies
+    copy = kind == Kind.COPY
+    offset = peer.astype(np.int64) * m
+    b.bulk(kind, np.repeat(ranks, 2 * k + 1), peer=np.where(copy, np.int32(-1), peer), tag=np.where(copy, 0, TAG_DATA),
+           buf=np.where(kind == Kind.SEND, np.int8(Buf.SEND), np.int8(Buf.RECV)), offset=offset, length=m,
+           src_buf=np.where(copy, np.int8(Buf.SEND), np.int8(-1)), src_offset=np.where(copy, offset, 0))
 
 
 @register("alltoall", "direct", source="paper 003 section 5 (Direct Exchange, LAM 6.5.2)", aliases=("linear",))

@@ -163,7 +163,7 @@ class ScheduleBuilder:
         ids each op requires, ``-1`` for none.  Fences do not apply to bulk ops.
         """
         self._flush_rows()
-        rank = np.asarray(rank, dtype=np.int32).ravel()
+        rank = np.array(rank, dtype=np.int32).ravel()  # its own copy: build() may keep it as the column
         n = len(rank)
         unknown = set(fields) - set(COLUMNS)
         if unknown:
@@ -243,6 +243,11 @@ class ScheduleBuilder:
         place in them.  Each chunk's ops are written straight to their places: no sort of the
         whole schedule, no second copy of its columns."""
         n = self._n
+        if len(self._chunks) == 1 and bool(np.all(self._chunks[0]["rank"][:-1] <= self._chunks[0]["rank"][1:])):
+            only = self._chunks[0]  # in place already: its arrays are the columns
+            cols = {name: only[name] if only[name].ndim else np.full(n, only[name], dtype=dtype)
+                    for name, (dtype, _) in COLUMNS.items()}
+            return cols, np.arange(n, dtype=np.int64) if self._dep_op or self._s_dep_op else None
         cols = {name: np.empty(n, dtype=dtype) for name, (dtype, _) in COLUMNS.items()}
         at = np.empty(n, dtype=np.int64) if self._dep_op or self._s_dep_op else None
         free = rank_ptr[:-1].copy()  # each rank's next place

@@ -173,16 +173,22 @@ struct ClassQueue {
 struct Host {
   double cpu = 0, nic_s = 0, nic_r = 0;
   ClassQueue sends, msgs, locals, delays;
-  uint64_t version = 0;
+  uint64_t version = 0;  // of its one valid EV_HOST event
+  bool queued = false;   // that event is in the queue, for (at, at_ts)
+  double at = 0;
+  uint64_t at_ts = 0;
 };
 
 enum EventType : uint8_t { EV_HOST, EV_RECV, EV_FLOW, EV_SEND_FLOW_DONE, EV_ARRIVE, EV_FIFO_FLOW, EV_ACK };
-struct Event {
+struct Event {  // 24 bytes: a run queues millions of them
   double time;
   uint64_t ts;
-  EventType type;
-  int64_t a;
-  uint64_t version;
+  uint32_t what;     // the type in the top 3 bits, the op, host or stream below (fewer than 2^29)
+  uint32_t version;  // of the host or stream, for the events that can go stale
+  Event(double t, uint64_t s, EventType type, int64_t a, uint64_t v)
+      : time(t), ts(s), what(uint32_t(type) << 29 | uint32_t(a)), version(uint32_t(v)) {}
+  EventType type() const { return EventType(what >> 29); }
+  int64_t a() const { return int64_t(what & ((1u << 29) - 1)); }
 };
 struct EventOrder {  // earlier first, then older
   bool operator()(const Event& x, const Event& y) const {
@@ -417,6 +423,7 @@ class Engine {
     return (uint64_t(dst) * uint64_t(P) + uint64_t(src)) * 0x100000001ULL + uint64_t(uint32_t(t));
   }
 
+
   void push(double time, EventType type, int64_t a, uint64_t version = 0) {
     events.push(Event{time, counter++, type, a, version});
   }
@@ -534,12 +541,23 @@ class Engine {
     return which;
   }
 
+  // Queue host hi's next item; an event already queued for the same (time, ts) stands.
   void schedule_host(int64_t hi) {
     Host& h = hosts[hi];
     double best;
     uint64_t best_ts;
+    if (!next_item(h, best, best_ts)) {
+      ++h.version;
+      h.queued = false;
+      return;
+    }
+    best = std::max(best, now);
+    if (h.queued && h.at == best && h.at_ts == best_ts) return;
     ++h.version;
-    if (next_item(h, best, best_ts)) events.push(Event{std::max(best, now), best_ts, EV_HOST, hi, h.version});
+    h.queued = true;
+    h.at = best;
+    h.at_ts = best_ts;
+    events.push(Event{best, best_ts, EV_HOST, hi, h.version});
   }
 
   void fire_host(int64_t hi) {
@@ -827,7 +845,7 @@ class Engine {
 
   void flow_event(int64_t g, uint64_t version) {
     FlowGroup& G = groups[g];
-    if (version != G.version) return;
+    if (uint32_t(version) != uint32_t(G.version)) return;  // (events keep 32 bits of it)
     double w = G.progress(now);
     G.w_ref = w;
     G.t_ref = now;
@@ -1006,28 +1024,29 @@ class Engine {
       events.pop();
       now = std::max(now, ev.time);
       ++processed;
-      switch (ev.type) {
+      switch (ev.type()) {
         case EV_HOST:
-          if (ev.version == hosts[ev.a].version) {
-            fire_host(ev.a);
-            schedule_host(ev.a);
+          if (ev.version == uint32_t(hosts[ev.a()].version)) {
+            hosts[ev.a()].queued = false;
+            fire_host(ev.a());
+            schedule_host(ev.a());
           }
           break;
         case EV_RECV:
-          post_recv(ev.a);
+          post_recv(ev.a());
           break;
         case EV_FLOW:
-          flow_event(ev.a, ev.version);
+          flow_event(ev.a(), ev.version);
           break;
         case EV_SEND_FLOW_DONE:
         case EV_ACK:
-          send_progress(ev.a, now);
+          send_progress(ev.a(), now);
           break;
         case EV_ARRIVE:
-          arrive(ev.a, now);
+          arrive(ev.a(), now);
           break;
         case EV_FIFO_FLOW:
-          join_flow(ev.a);  // its sender's queue already counts its whole volume
+          join_flow(ev.a());  // its sender's queue already counts its whole volume
           break;
       }
       release();
