@@ -817,6 +817,59 @@ def test_goal_reader_errors_name_the_line(text, problem):
         from_goal(text, name="x.goal")
 
 
+def _same_schedule(a: Schedule, b: Schedule) -> bool:
+    return (a.procs == b.procs and a.meta == b.meta and np.array_equal(a.buffer_sizes, b.buffer_sizes)
+            and all(np.array_equal(a.columns[k], b.columns[k]) and a.columns[k].dtype == b.columns[k].dtype
+                    for k in a.columns)
+            and all(np.array_equal(getattr(a, k), getattr(b, k)) for k in ("rank_ptr", "dep_ptr", "dep_idx",
+                                                                           "dep_start")))
+
+
+def _goal_texts() -> list[str]:
+    """Every registered algorithm exported at a few P and roots; LogGOPSim's forms; and, from
+    them, files with one random mutation each (tests/fuzz.py's), good or bad."""
+    import random
+
+    import fuzz
+
+    texts = [to_goal(alg.schedule(p, p - 1, 0 if alg.collective == "barrier" else size)) for alg in REGISTRY.select()
+             for p, size in ((1, 8), (3, 100), (6, 1000))]
+    texts += ["num_ranks 3\nrank 2 {\nl0: recv 1b from -1 tag -1\nl1:send 4b to 0 tag 7 cpu 0 nic 0\t\n"
+              "l1 irequires l0\n}\n\n  rank 0 {\r\nx_1 : calc 12 cpu 00\nrecv 4b from 2 tag 7\nx_1 requires x_1\n}\n",
+              "num_ranks 2\nrank 1 {\nsend 8 b to 0\n}\nrank 0 {\nrecv 4b from 1\n}\n"]
+    rng = random.Random(5)
+    for text in list(texts):
+        for _ in range(3):
+            try:
+                texts.append(fuzz._mutate_text(rng, text).decode())
+            except UnicodeDecodeError:
+                pass
+    return texts
+
+
+def test_the_compiled_goal_reader_reads_as_the_line_reader_does():
+    """The compiled reader takes a file or leaves it to the line reader: what it takes, it reads
+    as the line reader does, and what the line reader refuses, it never takes."""
+    from colltune.limits import MAX_BYTES, MAX_PROCS, MAX_TAG
+    from colltune.sim import _goal, goal
+
+    taken = 0
+    for text in _goal_texts():
+        try:
+            want: Schedule | None = goal._parse(text, 1e-9, "x.goal")
+        except GoalError:
+            want = None
+        parsed = _goal.parse(text.encode(), MAX_PROCS, MAX_BYTES, MAX_TAG)
+        if isinstance(parsed, dict):
+            got = goal._from_columns(parsed, 1e-9)
+            if got is not None:
+                taken += 1
+                assert want is not None and _same_schedule(got, want), text[:300]
+        if want is not None:
+            assert _same_schedule(from_goal(text), want)
+    assert taken > 100
+
+
 # Wildcard receives, timed by hand with LOGGOPS: a 1-byte message sent at t is processed by the
 # receiver from t + o + L = t + 6.5 us to t + 8 us (its CPU busy for o = 1.5 us); a sender's CPU is
 # busy for o after each send.

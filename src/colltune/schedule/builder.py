@@ -194,6 +194,21 @@ class ScheduleBuilder:
         self._chunks.append(chunk)
         return ids
 
+    def depend(self, op: np.ndarray, on: np.ndarray, start: np.ndarray) -> None:
+        """Add dependencies in bulk: op ``op[k]`` requires op ``on[k]`` (op ids as returned),
+        *irequires* where ``start[k]`` (it waits for that op's start, not its completion)."""
+        op, on = np.asarray(op, dtype=np.int64).ravel(), np.asarray(on, dtype=np.int64).ravel()
+        start = np.asarray(start, dtype=bool).ravel()
+        if not len(op) == len(on) == len(start):
+            raise ScheduleError("depend: op, on and start must have one entry per dependency")
+        bad = (on < 0) | (on >= op) | (op >= self._n)
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            raise ScheduleError(f"op #{int(op[k])} depends on op #{int(on[k])}, which is not an earlier op")
+        self._dep_op.append(op)
+        self._dep_on.append(on)
+        self._dep_start.append(start)
+
     def _flush_rows(self) -> None:
         if self._rows["kind"]:
             self._chunks.append({name: np.asarray(vals, dtype=COLUMNS[name][0])
@@ -229,7 +244,7 @@ class ScheduleBuilder:
                     f"op #{int(dep_op[k])} on rank {int(rank_before[k])} depends on op #{int(dep_on[k])} "
                     f"of rank {int(cols['rank'][at[dep_on[k]]])}; dependencies stay within a rank")
             dep_op, dep_on = at[dep_op], at[dep_on]
-            order = np.lexsort((dep_on, dep_op))
+            order = np.lexsort((dep_start, dep_on, dep_op))  # one order, however they were added
             dep_op, dep_on, dep_start = dep_op[order], dep_on[order], dep_start[order]
         dep_ptr = np.zeros(n + 1, dtype=np.int64)
         if len(dep_op):

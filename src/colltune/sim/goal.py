@@ -43,6 +43,7 @@ from colltune.files import read_text, write_atomic
 from colltune.limits import MAX_BYTES, MAX_PROCS, MAX_TAG
 from colltune.schedule import Buf, Kind, Region, Schedule
 from colltune.schedule.builder import ScheduleBuilder
+from colltune.sim import _goal
 
 #: Seconds per GOAL time unit by default: LogGOPSim's parameters are usually nanoseconds.
 NANOSECOND = 1e-9
@@ -109,7 +110,63 @@ def _strip_comments(text: str) -> Iterator[tuple[int, str]]:
 
 def from_goal(text: str, time_unit: float = NANOSECOND, name: str = "<goal>") -> Schedule:
     """Parse GOAL text into a schedule (see the module docstring); errors name ``name`` and the
-    line."""
+    line.
+
+    A file without comments goes through the compiled reader (``colltune.sim._goal``), which takes
+    a subset of this grammar; whatever it does not take (a comment, an error, a rare form) is read
+    here, line by line, and any error named."""
+    if "//" not in text and "/*" not in text:
+        parsed = _goal.parse(text.encode(), MAX_PROCS, MAX_BYTES, MAX_TAG)
+        if isinstance(parsed, dict):
+            schedule = _from_columns(parsed, time_unit)
+            if schedule is not None:
+                return schedule
+    return _parse(text, time_unit, name)
+
+
+def _from_columns(parsed: dict, time_unit: float) -> Schedule | None:
+    """The schedule of the compiled reader's columns (ops in file order, dependencies by their
+    index), or None where a receive is shorter than every send it can match (which :func:`_parse`
+    then names)."""
+    procs = int(parsed["procs"])
+    kind, rank, peer, tag, value = (parsed[k] for k in ("kind", "rank", "peer", "tag", "value"))
+    if _truncated(procs, kind, rank, peer, tag, value):
+        return None
+    sends, recvs = kind == Kind.SEND, kind == Kind.RECV
+    send_bytes, recv_bytes = np.zeros(procs, dtype=np.int64), np.zeros(procs, dtype=np.int64)
+    np.maximum.at(send_bytes, rank[sends], value[sends])
+    np.maximum.at(recv_bytes, rank[recvs], value[recvs])
+    b = ScheduleBuilder(procs, send_bytes=send_bytes, recv_bytes=recv_bytes)
+    delay = kind == Kind.DELAY
+    b.bulk(kind, rank, peer=peer, tag=tag, buf=np.where(recvs, np.int8(Buf.RECV), np.int8(Buf.SEND)),
+           length=np.where(delay, 0, value), delay=np.where(delay, value * time_unit, 0.0))
+    b.depend(parsed["dep_op"], parsed["dep_on"], parsed["dep_start"].astype(bool))
+    return b.build(meta={"source": "goal", "posting_order": False})
+
+
+def _truncated(procs: int, kind: np.ndarray, rank: np.ndarray, peer: np.ndarray, tag: np.ndarray,
+               value: np.ndarray) -> bool:
+    """Whether a receive of a given source and tag is shorter than every message that source
+    sends it with that tag (:func:`_check_lengths`, over columns)."""
+    sends = np.flatnonzero(kind == Kind.SEND)
+    recvs = np.flatnonzero((kind == Kind.RECV) & (peer >= 0) & (tag >= 0))
+    if not len(sends) or not len(recvs):
+        return False
+    # (from, to, tag) as one sortable key: ranks below 2^16, tags below 2^31
+    key_s = (rank[sends].astype(np.int64) * procs + peer[sends]) * (1 << 31) + tag[sends]
+    key_r = (peer[recvs].astype(np.int64) * procs + rank[recvs]) * (1 << 31) + tag[recvs]
+    order = np.argsort(key_s, kind="stable")
+    keys, sizes = key_s[order], value[sends][order]
+    first = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    unique, shortest = keys[first], np.minimum.reduceat(sizes, first)
+    at = np.searchsorted(unique, key_r)
+    found = at < len(unique)
+    found[found] = unique[at[found]] == key_r[found]
+    return bool(np.any(value[recvs][found] < shortest[at[found]]))
+
+
+def _parse(text: str, time_unit: float, name: str) -> Schedule:
+    """:func:`from_goal`, line by line."""
     ops: list[list[tuple]] = []  # per rank: (kind, peer, tag, size or delay, line)
     deps: list[list[tuple[int, int, bool]]] = []
     procs: int | None = None
