@@ -216,11 +216,10 @@ class Matcher {
   // Take the oldest entry of the other sort for `key`, or queue this one; true when matched.
   bool match_or_queue(uint64_t key, bool recv, int64_t op, double end, Entry& matched) {
     Slot& s = slots[find(key)];
-    if (s.head >= 0 && s.recv != recv) {
+    if (s.head >= 0 && s.recv() != recv) {
       int64_t at = s.head;
       matched = pool[at];
-      s.head = matched.next;
-      if (s.head < 0) s.tail = -1;
+      s.head = int32_t(matched.next);
       pool[at].next = spare;  // the entry's place is reused
       spare = at;
       return true;
@@ -233,29 +232,31 @@ class Matcher {
       at = int64_t(pool.size());
       pool.push_back(Entry{op, end, -1});
     }
-    if (s.tail >= 0) {
-      pool[s.tail].next = at;
+    if (s.head >= 0) {
+      pool[s.tail()].next = at;
     } else {
-      s.head = at;
+      s.head = int32_t(at);
     }
-    s.tail = at;
-    s.recv = recv;
+    s.set_tail(at, recv);
     return false;
   }
   int64_t waiting_messages() const {
     int64_t count = 0;
     for (const Slot& s : slots)
-      if (s.key != EMPTY && !s.recv)
+      if (s.key != EMPTY && s.head >= 0 && !s.recv())
         for (int64_t e = s.head; e >= 0; e = pool[e].next) ++count;
     return count;
   }
 
  private:
   static constexpr uint64_t EMPTY = ~uint64_t(0);
-  struct Slot {  // one key and its FIFO, read together (one cache miss, not one per field)
+  struct Slot {  // one key and its FIFO in 16 bytes, read together (one cache miss, not one per field)
     uint64_t key = EMPTY;
-    int32_t head = -1, tail = -1;  // entries of the pool (ops number fewer than 2^31)
-    bool recv = false;             // the FIFO holds receives (else messages)
+    int32_t head = -1;         // the FIFO's first entry in the pool, -1 when empty (ops number fewer than 2^31)
+    uint32_t tail_recv = 0;    // its last entry, and in the top bit whether it holds receives (else messages)
+    int64_t tail() const { return int64_t(tail_recv & 0x7fffffffu); }
+    bool recv() const { return tail_recv >> 31; }
+    void set_tail(int64_t at, bool receives) { tail_recv = uint32_t(at) | (uint32_t(receives) << 31); }
   };
   std::vector<Slot> slots;
   std::vector<Entry> pool;
