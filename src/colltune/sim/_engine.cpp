@@ -335,6 +335,97 @@ class OrderedMatcher {
   std::deque<Waiting> waiting;
 };
 
+// uint64 keys (all but ~0) to int32 values, open addressing: no allocation per key.
+class FlatMap {
+ public:
+  // The value of key, or -1; `slot` is where it is, or would go.
+  int32_t find(uint64_t key, size_t& slot) {
+    if (keys.empty()) resize(16);
+    slot = size_t((key * 0x9E3779B97F4A7C15ULL) >> 20) & (keys.size() - 1);
+    while (keys[slot] != EMPTY && keys[slot] != key) slot = (slot + 1) & (keys.size() - 1);
+    return keys[slot] == key ? values[slot] : -1;
+  }
+  void insert(uint64_t key, int32_t value) {  // a key that find() did not find
+    if ((used + 1) * 2 > keys.size()) resize(keys.size() * 2);
+    size_t slot;
+    find(key, slot);
+    keys[slot] = key;
+    values[slot] = value;
+    ++used;
+  }
+
+ private:
+  static constexpr uint64_t EMPTY = ~uint64_t(0);
+  void resize(size_t cap) {
+    std::vector<uint64_t> old_keys(cap, EMPTY);
+    std::vector<int32_t> old_values(cap, -1);
+    old_keys.swap(keys);
+    old_values.swap(values);
+    for (size_t i = 0; i < old_keys.size(); ++i)
+      if (old_keys[i] != EMPTY) {
+        size_t slot;
+        find(old_keys[i], slot);
+        keys[slot] = old_keys[i];
+        values[slot] = old_values[i];
+      }
+  }
+  std::vector<uint64_t> keys;
+  std::vector<int32_t> values;
+  size_t used = 0;
+};
+
+// The flows a stream carries, in sending order, which is the order they complete (each ends where
+// the one before it ended, plus its bytes): a FIFO of entries in one pool shared by all streams,
+// so that a million streams of one message each allocate nothing of their own.
+struct FlowEntry {
+  double end;  // progress at which the flow is complete
+  int64_t op;  // its send op
+  int64_t next = -1;
+};
+class FlowPool {
+ public:
+  int64_t take(double end, int64_t op) {
+    if (spare < 0) {
+      pool.push_back(FlowEntry{end, op});
+      return int64_t(pool.size()) - 1;
+    }
+    int64_t at = spare;
+    spare = pool[at].next;
+    pool[at] = FlowEntry{end, op};
+    return at;
+  }
+  void give_back(int64_t at) {
+    pool[at].next = spare;
+    spare = at;
+  }
+  FlowEntry& operator[](int64_t at) { return pool[at]; }
+
+ private:
+  std::vector<FlowEntry> pool;
+  int64_t spare = -1;
+};
+struct FlowFifo {
+  int64_t head = -1, tail = -1;
+  FlowPool* pool = nullptr;
+  bool empty() const { return head < 0; }
+  std::pair<double, int64_t> top() const { return {(*pool)[head].end, (*pool)[head].op}; }
+  void push(std::pair<double, int64_t> flow) {
+    int64_t at = pool->take(flow.first, flow.second);
+    if (tail >= 0) {
+      (*pool)[tail].next = at;
+    } else {
+      head = at;
+    }
+    tail = at;
+  }
+  void pop() {
+    int64_t at = head;
+    head = (*pool)[at].next;
+    if (head < 0) tail = -1;
+    pool->give_back(at);
+  }
+};
+
 // The flows of one (sender, receiver) pair form one stream, as MPI's messages between two ranks
 // share one connection (a TCP socket, a queue pair): the stream takes one share of every link it
 // crosses, and carries its messages one after the other, in the order they were sent.
@@ -347,9 +438,7 @@ struct FlowGroup {
   double last_end = -INFINITY;            // when the stream last ran out of messages
   double run = 0;  // units of its run (messages none idle over Engine::warm_gap) through its first flow
   uint64_t version = 0;
-  std::priority_queue<std::pair<double, int64_t>, std::vector<std::pair<double, int64_t>>,
-                      std::greater<std::pair<double, int64_t>>>
-      flows;  // (progress at which the flow is complete, send op)
+  FlowFifo flows;  // (progress at which the flow is complete, send op), in the order they complete
   double progress(double t) const { return w_ref + rate * (t - t_ref); }
 };
 
@@ -411,7 +500,9 @@ class Engine {
   std::vector<std::vector<int32_t>> link_groups;
   std::vector<int32_t> path_links;
   std::vector<FlowGroup> groups;
-  std::unordered_map<uint64_t, int32_t> group_of;
+  FlowPool flow_pool;              // the entries of every stream's FIFO
+  std::vector<int32_t> path_down;  // group_for's scratch: a path's links down from the top
+  FlatMap group_of;  // (sender * P + receiver) -> its stream
   std::vector<int32_t> dirty_links, dirty_groups;
   std::vector<uint64_t> group_stamp;
   uint64_t stamp = 1;  // marks links and groups touched since the last rate update
@@ -715,16 +806,19 @@ class Engine {
 
   int32_t group_for(int64_t src, int64_t dst) {
     uint64_t k = uint64_t(src) * uint64_t(P) + uint64_t(dst);
-    auto found = group_of.find(k);
-    if (found != group_of.end()) return found->second;
+    size_t slot;
+    int32_t found = group_of.find(k, slot);
+    if (found >= 0) return found;
     int32_t g = int32_t(groups.size());
     groups.emplace_back();
     FlowGroup& G = groups.back();
     G.src = int32_t(src);
     G.dst = int32_t(dst);
+    G.flows.pool = &flow_pool;
     G.path_lo = int64_t(path_links.size());
     int32_t a = host_node[src], b = host_node[dst];
-    std::vector<int32_t> down;
+    std::vector<int32_t>& down = path_down;
+    down.clear();
     while (a != b) {
       if (depth[a] >= depth[b]) {
         path_links.push_back(2 * a);  // up from a
@@ -738,7 +832,7 @@ class Engine {
     G.path_hi = int64_t(path_links.size());
     for (int64_t k2 = G.path_lo; k2 < G.path_hi; ++k2) link_groups[path_links[k2]].push_back(g);
     group_stamp.push_back(0);
-    group_of.emplace(k, g);
+    group_of.insert(k, g);
     return g;
   }
 
