@@ -53,7 +53,8 @@
 // waiting ops are kept in per-host queues instead of being re-queued in the global heap, and
 // messages are matched through a hash table: both are what keep a million messages fast.
 //
-// Times are double-precision seconds (or the profile's abstract unit).  The run is deterministic:
+// Times are doubles: without a topology whole ticks (colltune.sim.engine.TICKS to the second),
+// every sum exact below 2^53 as in an integer clock; with one, seconds.  The run is deterministic:
 // single-threaded, every tie broken by the insertion counter.
 
 #include <nanobind/nanobind.h>

@@ -11,7 +11,8 @@ Finite switch-port buffers (:mod:`colltune.sim.drops`, paper 000 eq. 3-4) are ch
 A topology's ``send_hold`` adds to every send's processor time ``cs`` a random hold (exponential,
 of that mean; the message still leaves at once): the schedule is simulated with ``HOLD_DRAWS``
 seeded draws and the draw of median total is the result, so that the same inputs always give the
-same times.
+same times.  Without a topology the engine counts whole picoseconds (:data:`TICKS`), so that its
+sums are exact and its ties those of an integer clock.
 """
 
 from __future__ import annotations
@@ -32,6 +33,11 @@ from colltune.sim.network import NETWORKS, Costs, Messages, Network, NetworkErro
 from colltune.sim.topology import TCP_RTO_MIN, Topology
 
 MAX_RTO_ROUNDS = 10
+#: Without a topology the engine counts time in whole ticks, this many to the second (picoseconds;
+#: or 10^-12 of a profile's abstract unit): each op's costs are rounded to the nearest tick, so
+#: that every sum the engine makes is exact, as in an integer clock (LogGOPSim's), below 2^53 ticks
+#: (about 2.5 hours); ties then break as they would in integers, not by how the sums round.
+TICKS = 1e12
 #: Seeded draws of a topology's ``send_hold`` (seeds 0 .. HOLD_DRAWS-1); the simulation keeps the
 #: draw of median total.  Odd, so that the median is a draw; five keep a schedule's price at five
 #: simulations.
@@ -238,12 +244,16 @@ def _run(schedule: Schedule, costs: Costs, classes: Classes | None, cost: np.nda
             trunk_duplex = costs.topology.trunk_duplex_factor(schedule.columns["length"])
     else:
         parent, up, down, burst, host_node, vol, fifo = none_i, none_f, none_f, none_f, none_i, none_f, 0.0
+    ticks = 1.0 if costs.topology is not None else TICKS
+    cs, gs, lat, cr, gr = costs.cs, costs.gs, costs.lat, costs.cr, costs.gr
+    if ticks != 1.0:  # whole ticks: every sum the engine makes is exact
+        cost, cs, gs, lat, cr, gr = (np.rint(column * ticks) for column in (cost, cs, gs, lat, cr, gr))
     raw = _engine.simulate(
         P, _column(schedule, "kind", np.int8), _column(schedule, "rank", np.int32),
         _column(schedule, "peer", np.int32), _column(schedule, "tag", np.int32),
         _column(schedule, "rank_ptr", np.int64), _column(schedule, "dep_ptr", np.int64),
         _column(schedule, "dep_idx", np.int64), _column(schedule, "dep_start", np.bool_),
-        bool(schedule.meta.get("posting_order", True)), none_i if classes is None else classes.of, cost, costs.cs, costs.gs, costs.lat, costs.cr, costs.gr,
+        bool(schedule.meta.get("posting_order", True)), none_i if classes is None else classes.of, cost, cs, gs, lat, cr, gr,
         costs.rdv, none_f if costs.ack is None else costs.ack, vol,
         penalty if costs.topology is not None else none_f, duplex_sizes, duplex_shares, TCP_RTO_MIN,
         float(many[0]), float(many[1]), trunk_duplex, parent, up, down,
@@ -251,6 +261,10 @@ def _run(schedule: Schedule, costs: Costs, classes: Classes | None, cost: np.nda
         sharing == "maxmin", fifo, cores, core_cost, arrays["start"], arrays["end"],
         *(arrays[name] if name in arrays else none_f for name in ("flow_start", "flow_end", "flow_rate")),
         arrays["completion"])
+    if ticks != 1.0:
+        for column in arrays.values():
+            column /= ticks
+        raw["total"] /= ticks
     return raw, arrays
 
 
