@@ -43,10 +43,10 @@ def parse_record(model: type[Record], data: Any, origin: str, fmt: str, version:
         raise error(f"{origin}: {describe(exc)}") from None
 
 
-def read_text(path: str | os.PathLike[str], what: str, error: type[Exception]) -> str:
-    """The UTF-8 text of the file at ``path`` (``what`` it holds, for messages); a file that cannot
-    be read, is larger than :data:`colltune.limits.MAX_FILE_BYTES` or is not UTF-8 raises ``error``
-    naming the file (read no further than that limit: ``/dev/zero`` fails at once)."""
+def read_bytes(path: str | os.PathLike[str], what: str, error: type[Exception]) -> bytes:
+    """The bytes of the file at ``path`` (``what`` it holds, for messages); a file that cannot be
+    read or is larger than :data:`colltune.limits.MAX_FILE_BYTES` raises ``error`` naming the file
+    (read no further than that limit: ``/dev/zero`` fails at once)."""
     try:
         with open(path, "rb") as fh:
             raw = fh.read(MAX_FILE_BYTES + 1)
@@ -54,11 +54,22 @@ def read_text(path: str | os.PathLike[str], what: str, error: type[Exception]) -
         raise error(f"{path}: cannot read the {what}: {exc.strerror or exc}") from None
     if len(raw) > MAX_FILE_BYTES:
         raise error(f"{path}: the {what} is larger than {MAX_FILE_BYTES} B, the most colltune reads")
+    return raw
+
+
+def decode_text(raw: bytes, path: str | os.PathLike[str], what: str, error: type[Exception]) -> str:
+    """``raw`` (the bytes of the file at ``path``, holding ``what``) as UTF-8 text, or ``error``
+    naming the file and the first byte that is not UTF-8."""
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise error(f"{path}: the {what} is not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})") \
             from None
+
+
+def read_text(path: str | os.PathLike[str], what: str, error: type[Exception]) -> str:
+    """The UTF-8 text of the file at ``path`` (:func:`read_bytes`, :func:`decode_text`)."""
+    return decode_text(read_bytes(path, what, error), path, what, error)
 
 
 def loads_json(text: str, origin: str, error: type[Exception]) -> Any:

@@ -235,15 +235,16 @@ class ScheduleBuilder:
         dep_on = np.concatenate(self._dep_on + [np.asarray(self._s_dep_on, dtype=np.int64)])
         dep_start = np.concatenate(self._dep_start + [np.asarray(self._s_dep_start, dtype=bool)])
         if len(dep_op):
-            assert at is not None
-            rank_before = cols["rank"][at[dep_op]]
-            wrong = rank_before != cols["rank"][at[dep_on]]
+            if at is not None:
+                dep_op, dep_on = at[dep_op], at[dep_on]
+            rank_before = cols["rank"][dep_op]
+            wrong = rank_before != cols["rank"][dep_on]
             if wrong.any():
                 k = int(np.flatnonzero(wrong)[0])
+                mine = (lambda i: i) if at is None else (lambda i: int(np.flatnonzero(at == i)[0]))  # op ids
                 raise ScheduleError(
-                    f"op #{int(dep_op[k])} on rank {int(rank_before[k])} depends on op #{int(dep_on[k])} "
-                    f"of rank {int(cols['rank'][at[dep_on[k]]])}; dependencies stay within a rank")
-            dep_op, dep_on = at[dep_op], at[dep_on]
+                    f"op #{mine(dep_op[k])} on rank {int(rank_before[k])} depends on op #{mine(dep_on[k])} "
+                    f"of rank {int(cols['rank'][dep_on[k]])}; dependencies stay within a rank")
             order = np.lexsort((dep_start, dep_on, dep_op))  # one order, however they were added
             dep_op, dep_on, dep_start = dep_op[order], dep_on[order], dep_start[order]
         dep_ptr = np.zeros(n + 1, dtype=np.int64)
@@ -254,15 +255,15 @@ class ScheduleBuilder:
 
     def _place(self, rank_ptr: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
         """The columns with the ops sorted by rank, each rank's in insertion order (``rank_ptr``
-        marks where each rank's start), and, where there are dependencies to remap, each op id's
-        place in them.  Each chunk's ops are written straight to their places: no sort of the
+        marks where each rank's start), and, where there are dependencies to remap and the ops
+        moved, each op id's place in them (None: each op's place is its id).  Each chunk's ops are written straight to their places: no sort of the
         whole schedule, no second copy of its columns."""
         n = self._n
         if len(self._chunks) == 1 and bool(np.all(self._chunks[0]["rank"][:-1] <= self._chunks[0]["rank"][1:])):
             only = self._chunks[0]  # in place already: its arrays are the columns
             cols = {name: only[name] if only[name].ndim else np.full(n, only[name], dtype=dtype)
                     for name, (dtype, _) in COLUMNS.items()}
-            return cols, np.arange(n, dtype=np.int64) if self._dep_op or self._s_dep_op else None
+            return cols, None  # op ids are places
         cols = {name: np.empty(n, dtype=dtype) for name, (dtype, _) in COLUMNS.items()}
         at = np.empty(n, dtype=np.int64) if self._dep_op or self._s_dep_op else None
         free = rank_ptr[:-1].copy()  # each rank's next place

@@ -52,7 +52,9 @@ class SimulationError(ColltuneError):
 
 @dataclass(frozen=True, eq=False)
 class SimResult:
-    """A simulated run.  Times are in seconds (or the profile's abstract unit).
+    """A simulated run.  Times are in seconds (or the profile's abstract unit).  Without a topology
+    ``flow_end``, ``flow_rate``, ``rto`` and ``penalty`` are read-only views of one value at every
+    op (NaN, NaN, False, 0), held once.
 
     Attributes
     ----------
@@ -197,7 +199,7 @@ def simulate(schedule: Schedule, network: str, params: ParamSet, *, topology: To
     return SimResult(network=network, total=float(raw["total"]), completion=arrays["completion"],
                      start=arrays["start"], end=arrays["end"], flow_end=arrays.get("flow_end", none),
                      flow_rate=arrays.get("flow_rate", none),
-                     rto=penalty > 0 if penalty.strides[0] else np.broadcast_to(False, (n,)), penalty=penalty,
+                     rto=penalty > 0 if costs.topology is not None else np.broadcast_to(False, (n,)), penalty=penalty,
                      events=int(raw["events"]), messages=schedule.num_messages, rounds=rounds, meta=meta)
 
 

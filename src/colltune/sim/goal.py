@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from colltune.errors import ColltuneError
-from colltune.files import read_text, write_atomic
+from colltune.files import decode_text, read_bytes, write_atomic
 from colltune.limits import MAX_BYTES, MAX_PROCS, MAX_TAG
 from colltune.schedule import Buf, Kind, Region, Schedule
 from colltune.schedule.builder import ScheduleBuilder
@@ -115,13 +115,17 @@ def from_goal(text: str, time_unit: float = NANOSECOND, name: str = "<goal>") ->
     A file without comments goes through the compiled reader (``colltune.sim._goal``), which takes
     a subset of this grammar; whatever it does not take (a comment, an error, a rare form) is read
     here, line by line, and any error named."""
-    if "//" not in text and "/*" not in text:
-        parsed = _goal.parse(text.encode(), MAX_PROCS, MAX_BYTES, MAX_TAG)
-        if isinstance(parsed, dict):
-            schedule = _from_columns(parsed, time_unit)
-            if schedule is not None:
-                return schedule
-    return _parse(text, time_unit, name)
+    parsed = _compiled(text.encode())
+    schedule = None if parsed is None else _from_columns(parsed, time_unit)
+    return schedule if schedule is not None else _parse(text, time_unit, name)
+
+
+def _compiled(raw: bytes) -> dict | None:
+    """The compiled reader's columns of GOAL bytes without comments that it takes, else None."""
+    if b"//" in raw or b"/*" in raw:
+        return None
+    parsed = _goal.parse(raw, MAX_PROCS, MAX_BYTES, MAX_TAG)
+    return parsed if isinstance(parsed, dict) else None
 
 
 def _from_columns(parsed: dict, time_unit: float) -> Schedule | None:
@@ -309,5 +313,13 @@ def _build(procs: int, ops: list[list[tuple]], deps: list[list[tuple[int, int, b
 
 
 def read_goal(path: str | Path, time_unit: float = NANOSECOND) -> Schedule:
-    """Read a GOAL file (see :func:`from_goal`)."""
-    return from_goal(read_text(path, "GOAL file", GoalError), time_unit, str(path))
+    """Read a GOAL file (see :func:`from_goal`; the compiled reader reads its bytes as they are)."""
+    raw = read_bytes(path, "GOAL file", GoalError)
+    parsed = _compiled(raw)
+    if parsed is not None:
+        del raw  # the columns hold all of it: the schedule is built without the text beside it
+        schedule = _from_columns(parsed, time_unit)
+        if schedule is not None:
+            return schedule
+        raw = read_bytes(path, "GOAL file", GoalError)  # a receive it cannot match: read again, to say where
+    return _parse(decode_text(raw, path, "GOAL file", GoalError), time_unit, str(path))
