@@ -864,15 +864,10 @@ def _measure_message_cpu(topology: Topology, hockney: Hockney, sizes: Sequence[i
     of two, one byte per message (:func:`colltune.probe.fit.fit_message_cpu`, simulated with
     Hockney's idle fit over the topology): the series, the fit, the cost and a note.
 
-    It is not written into the profile's topology; the loaded latency stands for it.  On the
-    fidelity benchmark (its kept times predicted again), 20 us per message on the
-    testbed's 2 cores instead of the loaded latency took Hockney's 90th percentile over the
-    topology from 29.3 % to 23.3 % on the star and from 32.5 % to 26.5 % on tree:2, but the star's
-    cells within 5 % of the best from 19 to 17 of 22 and its regret from 1.036 to 1.070; and this
-    pattern measured 10.5 us (9.7 on tree:2), with which tree:2 read 36.7 %, and 19.6 us in another
-    probe (8 shifts in a row measured 5-7 us).  At 4 KiB it measured 71 us, which holds more than
-    processor time (a host's acknowledgements queue behind its data) and priced every 4 KiB
-    algorithm of many messages so high that the star's cells fell to 13 of 22; hence one byte."""
+    It is measured, not written into the profile's topology (the loaded latency stands for it):
+    its value varies from probe to probe by a factor of two.  One byte per message, because at
+    kilobytes the shifts hold more than processor time (a host's acknowledgements queue behind
+    its data)."""
     m["cpu_shift_all"] = series("s", "bytes", sizes, shifts[procs], f"every rank r of {procs} sends one message of "
                                 "the size to r+1 and receives one from r-1, after a barrier: the slowest rank's time")
     m["cpu_shift_pair"] = series("s", "bytes", sizes, shifts[2], "the same between ranks 0 and 1 alone")
@@ -910,11 +905,8 @@ def _measure_send_hold(topology: Topology, hockney: Hockney, size: int, procs: i
     :data:`colltune.sim.engine.HOLD_DRAWS` simulations, which the probe's budget has no room for).
 
     Why a hold: a step in which every rank takes part waits for the latest of its senders, and
-    with 8 ranks on 2 cores a sender waits for a core a varying time; the loaded latency, a flat
-    increment, keeps the ranks in lock step.  The shift of every rank exceeded that of two by
-    19 us on the star and 59 us on tree:2 in the probes of the fidelity benchmark
-    one run, which this inverts to 9 and 28 us; predicted again with holds of 10-30 us, that run's
-    times met every target on both shapes, without none."""
+    with more ranks than cores a sender waits for a core a varying time; the loaded latency, a
+    flat increment, keeps the ranks in lock step, which a random hold does not."""
     index = m["cpu_shift_all"].x.index(size)
     a, b = m["cpu_shift_all"].points[index], m["cpu_shift_pair"].points[index]
     crowded, pair = a.median, b.median
