@@ -198,85 +198,47 @@ struct EventOrder {  // earlier first, then older
 };
 
 
-// MPI matching by (receiver, sender, tag), in posting order: one FIFO per key, holding either
-// posted receives or processed messages that no receive has asked for yet (never both: a new
-// entry of the other sort matches at once).  Keys live in an open-addressing hash table; the
-// FIFO entries in one pool, linked by index.
-class Matcher {
+// uint64 keys (all but ~0) to values V, open addressing with linear probing: a key and its value
+// are read together (one cache miss), and no key allocates anything of its own.
+template <typename V>
+class FlatMap {
  public:
-  struct Entry {
-    int64_t op;    // a receive op, or the send op of a message
-    double end;    // for a message: when its receive would be complete
-    int64_t next;  // next entry of the FIFO, -1 at the tail
-  };
-  explicit Matcher(int64_t expected) {
-    size_t cap = 16;
-    while (cap < size_t(2 * expected + 16)) cap <<= 1;
-    reset(cap);
+  explicit FlatMap(size_t expected = 0) { reset(capacity_for(expected)); }
+  // The value of key, added (V{}) if new.
+  V& at(uint64_t key) {
+    size_t s = find(key);
+    if (slots[s].key == key) return slots[s].value;
+    if ((used + 1) * 2 > slots.size()) {
+      grow();
+      s = find(key);
+    }
+    ++used;
+    slots[s].key = key;
+    return slots[s].value;
   }
-  // Take the oldest entry of the other sort for `key`, or queue this one; true when matched.
-  bool match_or_queue(uint64_t key, bool recv, int64_t op, double end, Entry& matched) {
-    Slot& s = slots[find(key)];
-    if (s.head >= 0 && s.recv() != recv) {
-      int64_t at = s.head;
-      matched = pool[at];
-      s.head = int32_t(matched.next);
-      pool[at].next = spare;  // the entry's place is reused
-      spare = at;
-      return true;
-    }
-    int64_t at = spare;
-    if (at >= 0) {
-      spare = pool[at].next;
-      pool[at] = Entry{op, end, -1};
-    } else {
-      at = int64_t(pool.size());
-      pool.push_back(Entry{op, end, -1});
-    }
-    if (s.head >= 0) {
-      pool[s.tail()].next = at;
-    } else {
-      s.head = int32_t(at);
-    }
-    s.set_tail(at, recv);
-    return false;
-  }
-  int64_t waiting_messages() const {
-    int64_t count = 0;
+  template <typename F>
+  void each(F f) const {  // f(value) for every key
     for (const Slot& s : slots)
-      if (s.key != EMPTY && s.head >= 0 && !s.recv())
-        for (int64_t e = s.head; e >= 0; e = pool[e].next) ++count;
-    return count;
+      if (s.key != EMPTY) f(s.value);
   }
 
  private:
   static constexpr uint64_t EMPTY = ~uint64_t(0);
-  struct Slot {  // one key and its FIFO in 16 bytes, read together (one cache miss, not one per field)
+  struct Slot {
     uint64_t key = EMPTY;
-    int32_t head = -1;         // the FIFO's first entry in the pool, -1 when empty (ops number fewer than 2^31)
-    uint32_t tail_recv = 0;    // its last entry, and in the top bit whether it holds receives (else messages)
-    int64_t tail() const { return int64_t(tail_recv & 0x7fffffffu); }
-    bool recv() const { return tail_recv >> 31; }
-    void set_tail(int64_t at, bool receives) { tail_recv = uint32_t(at) | (uint32_t(receives) << 31); }
+    V value{};
   };
-  std::vector<Slot> slots;
-  std::vector<Entry> pool;
-  int64_t spare = -1;  // the pool's free entries, linked by next
-  size_t mask = 0, used = 0;
-
-  size_t find(uint64_t key) {
-    size_t slot = size_t((key * 0x9E3779B97F4A7C15ULL) >> 17) & mask;
-    while (slots[slot].key != EMPTY && slots[slot].key != key) slot = (slot + 1) & mask;
-    if (slots[slot].key == EMPTY) {
-      slots[slot].key = key;
-      if (++used * 2 > slots.size()) {
-        grow();
-        return find(key);
-      }
-    }
-    return slot;
+  static size_t capacity_for(size_t keys) {
+    size_t cap = 16;
+    while (cap < 2 * keys + 16) cap <<= 1;
+    return cap;
   }
-  void reset(size_t cap) {  // an empty table of cap (a power of two) slots
+  size_t find(uint64_t key) const {  // its slot, or the empty one where it would go
+    size_t s = size_t((key * 0x9E3779B97F4A7C15ULL) >> 17) & mask;
+    while (slots[s].key != EMPTY && slots[s].key != key) s = (s + 1) & mask;
+    return s;
+  }
+  void reset(size_t cap) {
     slots.assign(cap, Slot{});
     mask = cap - 1;
     used = 0;
@@ -285,11 +247,101 @@ class Matcher {
     std::vector<Slot> old;
     old.swap(slots);
     reset(old.size() * 2);
-    for (const Slot& s : old) {
-      if (s.key == EMPTY) continue;
-      slots[find(s.key)] = s;
-    }
+    for (const Slot& s : old)
+      if (s.key != EMPTY) {
+        slots[find(s.key)] = s;
+        ++used;
+      }
   }
+  std::vector<Slot> slots;
+  size_t mask = 0, used = 0;
+};
+
+// FIFOs of (end, op) entries drawn from one pool, linked by index, with freed entries reused:
+// the matcher's queues and the streams' flows, millions of short FIFOs that allocate nothing of
+// their own.
+struct PoolEntry {
+  double end;    // a message's: when its receive would be complete; a flow's: its progress at its end
+  int64_t op;    // a receive op, or the send op of a message or flow
+  int64_t next;  // the next entry of its FIFO, or of the free list; -1 at the tail
+};
+class EntryPool {
+ public:
+  int64_t take(double end, int64_t op) {
+    if (spare < 0) {
+      entries.push_back(PoolEntry{end, op, -1});
+      return int64_t(entries.size()) - 1;
+    }
+    int64_t at = spare;
+    spare = entries[at].next;
+    entries[at] = PoolEntry{end, op, -1};
+    return at;
+  }
+  void give_back(int64_t at) {
+    entries[at].next = spare;
+    spare = at;
+  }
+  PoolEntry& operator[](int64_t at) { return entries[at]; }
+  const PoolEntry& operator[](int64_t at) const { return entries[at]; }
+
+ private:
+  std::vector<PoolEntry> entries;
+  int64_t spare = -1;
+};
+// One FIFO in 8 bytes, with one bit to spare for its owner (the matcher: whether it holds
+// receives).  Entries number fewer than 2^31 (ops do).
+struct Fifo {
+  int32_t head = -1;       // -1: empty
+  uint32_t tail_flag = 0;  // its last entry; the owner's bit on top
+  bool empty() const { return head < 0; }
+  bool flag() const { return tail_flag >> 31; }
+  const PoolEntry& front(const EntryPool& pool) const { return pool[head]; }
+  void push(EntryPool& pool, double end, int64_t op, bool flag = false) {
+    int64_t at = pool.take(end, op);
+    if (head >= 0) {
+      pool[tail_flag & 0x7fffffffu].next = at;
+    } else {
+      head = int32_t(at);
+    }
+    tail_flag = uint32_t(at) | (uint32_t(flag) << 31);
+  }
+  PoolEntry pop(EntryPool& pool) {
+    PoolEntry first = pool[head];
+    pool.give_back(head);
+    head = int32_t(first.next);
+    return first;
+  }
+};
+
+// MPI matching by (receiver, sender, tag), in posting order: one FIFO per key, holding either
+// posted receives or processed messages that no receive has asked for yet (never both: a new
+// entry of the other sort matches at once).
+class Matcher {
+ public:
+  using Entry = PoolEntry;
+  explicit Matcher(int64_t expected) : fifos(size_t(expected)) {}
+  // Take the oldest entry of the other sort for `key`, or queue this one; true when matched.
+  bool match_or_queue(uint64_t key, bool recv, int64_t op, double end, Entry& matched) {
+    Fifo& f = fifos.at(key);
+    if (!f.empty() && f.flag() != recv) {
+      matched = f.pop(pool);
+      return true;
+    }
+    f.push(pool, end, op, recv);
+    return false;
+  }
+  int64_t waiting_messages() const {
+    int64_t count = 0;
+    fifos.each([&](const Fifo& f) {
+      if (!f.empty() && !f.flag())
+        for (int64_t e = f.head; e >= 0; e = pool[e].next) ++count;
+    });
+    return count;
+  }
+
+ private:
+  FlatMap<Fifo> fifos;
+  EntryPool pool;
 };
 
 // MPI matching at a rank that posts wildcard receives (source or tag -1, MPI_ANY_SOURCE /
@@ -336,96 +388,6 @@ class OrderedMatcher {
   std::deque<Waiting> waiting;
 };
 
-// uint64 keys (all but ~0) to int32 values, open addressing: no allocation per key.
-class FlatMap {
- public:
-  // The value of key, or -1; `slot` is where it is, or would go.
-  int32_t find(uint64_t key, size_t& slot) {
-    if (keys.empty()) resize(16);
-    slot = size_t((key * 0x9E3779B97F4A7C15ULL) >> 20) & (keys.size() - 1);
-    while (keys[slot] != EMPTY && keys[slot] != key) slot = (slot + 1) & (keys.size() - 1);
-    return keys[slot] == key ? values[slot] : -1;
-  }
-  void insert(uint64_t key, int32_t value) {  // a key that find() did not find
-    if ((used + 1) * 2 > keys.size()) resize(keys.size() * 2);
-    size_t slot;
-    find(key, slot);
-    keys[slot] = key;
-    values[slot] = value;
-    ++used;
-  }
-
- private:
-  static constexpr uint64_t EMPTY = ~uint64_t(0);
-  void resize(size_t cap) {
-    std::vector<uint64_t> old_keys(cap, EMPTY);
-    std::vector<int32_t> old_values(cap, -1);
-    old_keys.swap(keys);
-    old_values.swap(values);
-    for (size_t i = 0; i < old_keys.size(); ++i)
-      if (old_keys[i] != EMPTY) {
-        size_t slot;
-        find(old_keys[i], slot);
-        keys[slot] = old_keys[i];
-        values[slot] = old_values[i];
-      }
-  }
-  std::vector<uint64_t> keys;
-  std::vector<int32_t> values;
-  size_t used = 0;
-};
-
-// The flows a stream carries, in sending order, which is the order they complete (each ends where
-// the one before it ended, plus its bytes): a FIFO of entries in one pool shared by all streams,
-// so that a million streams of one message each allocate nothing of their own.
-struct FlowEntry {
-  double end;  // progress at which the flow is complete
-  int64_t op;  // its send op
-  int64_t next = -1;
-};
-class FlowPool {
- public:
-  int64_t take(double end, int64_t op) {
-    if (spare < 0) {
-      pool.push_back(FlowEntry{end, op});
-      return int64_t(pool.size()) - 1;
-    }
-    int64_t at = spare;
-    spare = pool[at].next;
-    pool[at] = FlowEntry{end, op};
-    return at;
-  }
-  void give_back(int64_t at) {
-    pool[at].next = spare;
-    spare = at;
-  }
-  FlowEntry& operator[](int64_t at) { return pool[at]; }
-
- private:
-  std::vector<FlowEntry> pool;
-  int64_t spare = -1;
-};
-struct FlowFifo {
-  int64_t head = -1, tail = -1;
-  FlowPool* pool = nullptr;
-  bool empty() const { return head < 0; }
-  std::pair<double, int64_t> top() const { return {(*pool)[head].end, (*pool)[head].op}; }
-  void push(std::pair<double, int64_t> flow) {
-    int64_t at = pool->take(flow.first, flow.second);
-    if (tail >= 0) {
-      (*pool)[tail].next = at;
-    } else {
-      head = at;
-    }
-    tail = at;
-  }
-  void pop() {
-    int64_t at = head;
-    head = (*pool)[at].next;
-    if (head < 0) tail = -1;
-    pool->give_back(at);
-  }
-};
 
 // The flows of one (sender, receiver) pair form one stream, as MPI's messages between two ranks
 // share one connection (a TCP socket, a queue pair): the stream takes one share of every link it
@@ -439,7 +401,9 @@ struct FlowGroup {
   double last_end = -INFINITY;            // when the stream last ran out of messages
   double run = 0;  // units of its run (messages none idle over Engine::warm_gap) through its first flow
   uint64_t version = 0;
-  FlowFifo flows;  // (progress at which the flow is complete, send op), in the order they complete
+  Fifo flows;  // (progress at which the flow is complete, send op) in Engine::flow_pool, in the order
+              // they were sent, which is the order they complete (each ends where the one before it
+              // ended, plus its bytes)
   double progress(double t) const { return w_ref + rate * (t - t_ref); }
 };
 
@@ -501,9 +465,9 @@ class Engine {
   std::vector<std::vector<int32_t>> link_groups;
   std::vector<int32_t> path_links;
   std::vector<FlowGroup> groups;
-  FlowPool flow_pool;              // the entries of every stream's FIFO
+  EntryPool flow_pool;             // the entries of every stream's FIFO
   std::vector<int32_t> path_down;  // group_for's scratch: a path's links down from the top
-  FlatMap group_of;  // (sender * P + receiver) -> its stream
+  FlatMap<int32_t> group_of;  // (sender * P + receiver) -> its stream + 1 (0: none yet)
   std::vector<int32_t> dirty_links, dirty_groups;
   std::vector<uint64_t> group_stamp;
   uint64_t stamp = 1;  // marks links and groups touched since the last rate update
@@ -807,15 +771,13 @@ class Engine {
 
   int32_t group_for(int64_t src, int64_t dst) {
     uint64_t k = uint64_t(src) * uint64_t(P) + uint64_t(dst);
-    size_t slot;
-    int32_t found = group_of.find(k, slot);
-    if (found >= 0) return found;
+    int32_t& found = group_of.at(k);
+    if (found > 0) return found - 1;
     int32_t g = int32_t(groups.size());
     groups.emplace_back();
     FlowGroup& G = groups.back();
     G.src = int32_t(src);
     G.dst = int32_t(dst);
-    G.flows.pool = &flow_pool;
     G.path_lo = int64_t(path_links.size());
     int32_t a = host_node[src], b = host_node[dst];
     std::vector<int32_t>& down = path_down;
@@ -833,7 +795,7 @@ class Engine {
     G.path_hi = int64_t(path_links.size());
     for (int64_t k2 = G.path_lo; k2 < G.path_hi; ++k2) link_groups[path_links[k2]].push_back(g);
     group_stamp.push_back(0);
-    group_of.insert(k, g);
+    found = g + 1;
     return g;
   }
 
@@ -913,7 +875,7 @@ class Engine {
     G.w_ref = G.progress(now);
     G.t_ref = now;
     G.tail = std::max(G.tail, G.w_ref) + carry;
-    G.flows.push({G.tail, i});
+    G.flows.push(flow_pool, G.tail, i);
     if (G.active++ == 0)
       for (int64_t k = G.path_lo; k < G.path_hi; ++k) ++link_count[path_links[k]];
     touch_links(G);
@@ -949,9 +911,8 @@ class Engine {
     // land later than `now` in floating point, and waiting for it would never end.
     double ulp = std::nextafter(now, INF) - now;
     double tol = std::max(1e-12 * std::max(1.0, std::fabs(w)), 4 * ulp * G.rate);
-    while (!G.flows.empty() && G.flows.top().first <= w + tol) {
-      int64_t i = G.flows.top().second;
-      G.flows.pop();
+    while (!G.flows.empty() && G.flows.front(flow_pool).end <= w + tol) {
+      int64_t i = G.flows.pop(flow_pool).op;
       if (--G.active == 0) {
         G.last_end = now;
         for (int64_t k = G.path_lo; k < G.path_hi; ++k) {
@@ -966,9 +927,10 @@ class Engine {
       flow_rate[i] = G.rate;
       finish_flow(i);
     }
-    if (!G.flows.empty() && std::isnan(flow_start[G.flows.top().second])) {
-      flow_start[G.flows.top().second] = now;  // the next in the stream moves from now
-      G.run += vol[G.flows.top().second];
+    if (!G.flows.empty() && std::isnan(flow_start[G.flows.front(flow_pool).op])) {
+      int64_t next = G.flows.front(flow_pool).op;
+      flow_start[next] = now;  // the next in the stream moves from now
+      G.run += vol[next];
     }
     touch_links(G);
     touch_group(int32_t(g));
@@ -993,7 +955,7 @@ class Engine {
       double share = duplex_of(G.run);
       return share + (1.0 - share) * recovered(link_count[l]);
     }
-    return trunk_duplex != nullptr && trunk[l >> 1] ? trunk_duplex[G.flows.top().second] : 1.0;
+    return trunk_duplex != nullptr && trunk[l >> 1] ? trunk_duplex[G.flows.front(flow_pool).op] : 1.0;
   }
   // The part of the duplex table's shortfall that `streams` streams into one host recover
   // together: many_recover at many_streams or more, none for one, in between by log streams.
@@ -1021,7 +983,7 @@ class Engine {
     G.rate = rate;
     ++G.version;
     if (G.active > 0 && !G.flows.empty()) {
-      double left = G.flows.top().first - G.w_ref;
+      double left = G.flows.front(flow_pool).end - G.w_ref;
       double t = rate > 0 ? now + std::max(left, 0.0) / rate : INF;
       if (t < INF) events.push(Event{t, counter++, EV_FLOW, g, G.version});
     }

@@ -134,7 +134,7 @@ def _from_columns(parsed: dict, time_unit: float) -> Schedule | None:
     then names)."""
     procs = int(parsed["procs"])
     kind, rank, peer, tag, value = (parsed[k] for k in ("kind", "rank", "peer", "tag", "value"))
-    if _truncated(procs, kind, rank, peer, tag, value):
+    if _truncated(procs, kind, rank, peer, tag, value) is not None:
         return None
     sends, recvs = kind == Kind.SEND, kind == Kind.RECV
     send_bytes, recv_bytes = np.zeros(procs, dtype=np.int64), np.zeros(procs, dtype=np.int64)
@@ -149,13 +149,14 @@ def _from_columns(parsed: dict, time_unit: float) -> Schedule | None:
 
 
 def _truncated(procs: int, kind: np.ndarray, rank: np.ndarray, peer: np.ndarray, tag: np.ndarray,
-               value: np.ndarray) -> bool:
-    """Whether a receive of a given source and tag is shorter than every message that source
-    sends it with that tag (:func:`_check_lengths`, over columns)."""
+               value: np.ndarray) -> int | None:
+    """The first receive (of a given source and tag) shorter than every message that source sends
+    it with that tag, or None: whichever it matches, MPI would truncate it (``MPI_ERR_TRUNCATE``).
+    Which send a receive matches depends on timing, so no more is checked."""
     sends = np.flatnonzero(kind == Kind.SEND)
     recvs = np.flatnonzero((kind == Kind.RECV) & (peer >= 0) & (tag >= 0))
     if not len(sends) or not len(recvs):
-        return False
+        return None
     # (from, to, tag) as one sortable key: ranks below 2^16, tags below 2^31
     key_s = (rank[sends].astype(np.int64) * procs + peer[sends]) * (1 << 31) + tag[sends]
     key_r = (peer[recvs].astype(np.int64) * procs + rank[recvs]) * (1 << 31) + tag[recvs]
@@ -163,10 +164,9 @@ def _truncated(procs: int, kind: np.ndarray, rank: np.ndarray, peer: np.ndarray,
     keys, sizes = key_s[order], value[sends][order]
     first = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
     unique, shortest = keys[first], np.minimum.reduceat(sizes, first)
-    at = np.searchsorted(unique, key_r)
-    found = at < len(unique)
-    found[found] = unique[at[found]] == key_r[found]
-    return bool(np.any(value[recvs][found] < shortest[at[found]]))
+    at = np.minimum(np.searchsorted(unique, key_r), len(unique) - 1)
+    short = (unique[at] == key_r) & (value[recvs] < shortest[at])
+    return int(recvs[np.argmax(short)]) if short.any() else None
 
 
 def _parse(text: str, time_unit: float, name: str) -> Schedule:
@@ -270,21 +270,18 @@ def _parse(text: str, time_unit: float, name: str) -> Schedule:
 
 
 def _check_lengths(ops: list[list[tuple]], name: str) -> None:
-    """Raise :class:`GoalError` for a receive (of a given source and tag) shorter than every message
-    that source sends to it with that tag: whichever it matches, MPI would truncate it
-    (``MPI_ERR_TRUNCATE``).  Which send a receive matches depends on timing, so no more is checked."""
-    shortest: dict[tuple[int, int, int], int] = {}
-    for r, rank_ops in enumerate(ops):
-        for kind, peer, tag, size, _ in rank_ops:
-            if kind == Kind.SEND:
-                key = (r, peer, tag)
-                shortest[key] = min(size, shortest.get(key, size))
-    for r, rank_ops in enumerate(ops):
-        for kind, peer, tag, size, line in rank_ops:
-            if kind == Kind.RECV and peer >= 0 and tag >= 0 and size < shortest.get((peer, r, tag), size):
-                raise GoalError(f"{name}: line {line}: rank {r} receives {size} B from rank {peer} with tag {tag}, "
-                                f"but every message rank {peer} sends it with that tag is longer (the shortest: "
-                                f"{shortest[(peer, r, tag)]} B); MPI would truncate it")
+    """Raise :class:`GoalError` naming the line of the first receive :func:`_truncated` finds."""
+    flat = [(r, *op) for r, rank_ops in enumerate(ops) for op in rank_ops]
+    if not flat:
+        return
+    rank, kind, peer, tag, value, _ = (np.array(column) for column in zip(*flat))
+    bad = _truncated(len(ops), kind, rank, peer, tag, value.astype(np.int64))
+    if bad is not None:
+        r, _, peer_, tag_, size, line = flat[bad]
+        shortest = min(v for q, k, p, t, v, _ in flat if k == Kind.SEND and q == peer_ and p == r and t == tag_)
+        raise GoalError(f"{name}: line {line}: rank {r} receives {size} B from rank {peer_} with tag {tag_}, "
+                        f"but every message rank {peer_} sends it with that tag is longer (the shortest: "
+                        f"{shortest} B); MPI would truncate it")
 
 
 def _build(procs: int, ops: list[list[tuple]], deps: list[list[tuple[int, int, bool]]]) -> Schedule:
