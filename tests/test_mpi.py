@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from helpers import run_bounded
 
+from colltune.probe import deepened
 from colltune.profiles import read_profile
 from colltune.sim import NETWORKS, star
 from colltune.sim.topology import two_level
@@ -256,15 +257,28 @@ def test_quick_probe_writes_a_consistent_profile(procs: int, topology: str | Non
         waited = any(n.startswith("loggp: S = ") and "B, waited)" in n for n in prov.notes)
         acked = models.loggp.S if waited else None
         assert any(("a send above" if waited else "no send waited") in n for n in prov.notes)
-        # the direct all-to-all and the pairwise exchange of the first duplex size: the part of the
-        # duplex shortfall that P - 1 streams into a host recover, applied if any
+        # the direct all-to-all and the pairwise exchange of the first duplex size: how deep the
+        # shifts' shortfall reaches in a collective's steps, which cuts the table, and the part of
+        # what remains that P - 1 streams into a host recover, applied if any
         alltoall = profile.measurements["duplex_streams_alltoall"]
         assert len(alltoall.points) == 2 and all(p.median > 0 for p in alltoall.points)
         assert f"blocks of {PLANS['quick'].duplex_sizes[0]} B" in alltoall.method
-        note = next(n for n in prov.notes if n.startswith(f"duplex_streams: {procs - 1} streams"))
-        part = float(note.split("recover ")[1].split()[0])
-        assert 0 <= part <= 1 and len(profile.fits["duplex_streams"].residuals) == 1
-        streams = None if "not applied" in note else profile.topology.duplex_streams
+        note = next(n for n in prov.notes if n.startswith("duplex: a collective's steps meet "))
+        depth = float(note.split("meet ")[1].split()[0])
+        assert 0 <= depth <= 1 and len(profile.fits["duplex_depth"].residuals) == 1
+        duplex = deepened(duplex, depth)
+        if duplex is None:  # no shortfall left: nothing for several streams to recover
+            assert profile.topology.duplex is None and "duplex_streams" not in profile.fits
+        else:
+            assert [share for _, share in profile.topology.duplex] == pytest.approx([share for _, share in duplex],
+                                                                                  rel=0.01)
+            duplex = profile.topology.duplex  # the note's depth is rounded
+        streams = None
+        if duplex is not None:
+            note = next(n for n in prov.notes if n.startswith(f"duplex_streams: {procs - 1} streams"))
+            part = float(note.split("recover ")[1].split()[0])
+            assert 0 <= part <= 1 and len(profile.fits["duplex_streams"].residuals) == 1
+            streams = None if "not applied" in note else profile.topology.duplex_streams
         assert streams is None or (streams[0] == procs - 1 and streams[1] == pytest.approx(part, abs=0.005))
         # message_cpu measured, but the loaded latency stands for it: the topology gains the send hold only
         assert profile.topology == given_topology.model_copy(update={"rto": rto, "duplex": duplex,

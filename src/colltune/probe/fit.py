@@ -286,11 +286,39 @@ def fit_trunk_duplex(sizes: Sequence[int], measured: Array,
                                 "between switches matches the measured one (Brent's method)", np.asarray(residuals))
 
 
+def deepened(duplex: Sequence[tuple[float, float]], depth: float) -> tuple[tuple[float, float], ...] | None:
+    """The duplex table ``duplex`` ([bytes, share] pairs) with each shortfall 1 - d cut to
+    ``depth`` (in [0, 1]) of itself: shares 1 - depth (1 - d); None (the whole link) at depth 0."""
+    if not 0.0 <= depth <= 1.0:
+        raise ValueError(f"a duplex depth lies in [0, 1], not {depth}")
+    if depth == 0.0:
+        return None
+    return tuple((float(size), 1.0 - depth * (1.0 - float(share))) for size, share in duplex)
+
+
+def fit_duplex_depth(measured: float, simulated: Callable[[float], float]) -> tuple[float, Fit]:
+    """How deep the duplex table's shortfall reaches in a collective's steps: the depth k in [0, 1]
+    at which ``simulated(k)`` (s: the simulated time of the probe's pairwise exchange over the
+    table :func:`deepened` to k, nondecreasing in k) matches ``measured`` (s: its median over the
+    rounds); 0 where even the whole link simulates no faster, 1 where the table as measured
+    simulates faster.  The residual is the simulated minus the measured time.
+
+    The shifts that measure the table each start after a barrier, every host at once; the
+    pairwise exchange is the same both-ways shift at each distance in turn, its steps back to back
+    as a collective's are, so its time says how much of the shifts' shortfall a collective's steps
+    meet (:func:`colltune.probe.run._measure_collective_duplex`)."""
+    if not measured > 0:
+        raise ValueError(f"a duplex depth fit needs a positive time; got {measured} s")
+    depth = _invert_rising(simulated, measured, 1.0)
+    return depth, record(("duplex_streams_alltoall",), "the depth whose simulated pairwise exchange matches the "
+                         "measured one (Brent's method)", np.asarray([simulated(depth) - measured]))
+
+
 def fit_duplex_streams(measured: float, simulated: Callable[[float], float]) -> tuple[float, Fit]:
     """The part of the duplex table's shortfall that many streams into one host recover together
     (a topology's ``duplex_streams``): the part r in [0, 1] at which ``simulated(r)`` (s, the
     simulated time of the probe's direct all-to-all, nonincreasing in r) matches ``measured`` (s:
-    the time the probe's measurements give it; :func:`colltune.probe.run._measure_duplex_streams`
+    the time the probe's measurements give it; :func:`colltune.probe.run._measure_collective_duplex`
     takes it from its ratio to the pairwise exchange); 0 where even r = 0 simulates no slower, 1
     where r = 1 simulates slower.  The residual is the simulated minus the measured time."""
     if not measured > 0:

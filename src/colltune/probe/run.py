@@ -40,9 +40,10 @@ What is measured, and how (kernels in :mod:`colltune.probe.measure`, fits in
   (:func:`colltune.probe.fit.fit_trunk_duplex`, through the simulator), written into the profile's
   topology (:meth:`colltune.sim.topology.Topology.trunk_duplex_factor`);
 - with a topology and more than 2 ranks, the direct all-to-all and the pairwise exchange of the
-  first duplex size, one right after the other: the part of the duplex shortfall that many streams
-  into one host recover together (:func:`_measure_duplex_streams`), written into the profile's
-  topology (``duplex_streams``, :meth:`colltune.sim.topology.Topology.duplex_factor`);
+  first duplex size, one right after the other: how much of the shifts' duplex shortfall a
+  collective's steps, back to back, meet, and the part of it that many streams into one host
+  recover together (:func:`_measure_collective_duplex`), written into the profile's topology
+  (``duplex`` and ``duplex_streams``, :meth:`colltune.sim.topology.Topology.duplex_factor`);
 - a check: the times of a few collectives (:data:`CHECKS`) at a few sizes, run by colltune's
   executor, then of as many more cases again on which the two network models that predict the
   first ones best disagree most (:func:`discriminating_cases`), and of the algorithms that the
@@ -180,8 +181,8 @@ PLANS = {
 #: ``default_network``.
 CHECKS = (("bcast", "binomial_tree"), ("allgather", "ring"), ("alltoall", "pairwise_exchange"),
           ("gather", "flat_tree"), ("allreduce", "recursive_doubling"), ("bcast", "chain"))
-#: The collectives the probe times, one right after the other, to measure a topology's
-#: ``duplex_streams``: the direct all-to-all, every host sending to and receiving from every other
+#: The collectives the probe times, one right after the other, to measure how deep a topology's
+#: ``duplex`` shortfall reaches in a collective's steps and its ``duplex_streams``: the direct all-to-all, every host sending to and receiving from every other
 #: at once (each host's sends posted starting with the next rank), and the pairwise exchange, one
 #: stream into each host at a time.
 STREAMS_CASES = (("alltoall", "direct_rotated"), ("alltoall", "pairwise_exchange"))
@@ -682,7 +683,7 @@ def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, to
         topology = _measure_trunk_duplex(topology, hockney, ds, trunk_shifts, P, across, m, fits, notes)
     if streams is not None:
         assert topology is not None
-        topology = _measure_duplex_streams(topology, hockney, plan.duplex_sizes[0], streams, P, m, fits, notes)
+        topology = _measure_collective_duplex(topology, hockney, plan.duplex_sizes[0], streams, P, m, fits, notes)
     hold = 0.0
     if cpu_shifts is not None:
         assert topology is not None
@@ -822,18 +823,24 @@ def _measure_trunk_duplex(topology: Topology, hockney: Hockney, sizes: Sequence[
     return topology.model_copy(update={"trunk_duplex": table})
 
 
-def _measure_duplex_streams(topology: Topology, hockney: Hockney, size: int, timings: Sequence[Timing], procs: int,
-                            m: dict[str, Series], fits: dict[str, Fit], notes: list[str]) -> Topology:
-    """``topology`` with the ``duplex_streams`` that :data:`STREAMS_ROUNDS` rounds of
-    :data:`STREAMS_CASES` of ``size`` bytes blocks (``timings``, round after round) measured: the
-    part of the duplex table's shortfall at which the simulated direct all-to-all runs as much
-    faster than the simulated pairwise exchange as measured (the median of the rounds' ratios; each
-    simulated as the third of calls back to back, Hockney's idle fit over the topology with every
-    table measured before; :func:`colltune.probe.fit.fit_duplex_streams`); unchanged if no part is
-    recovered.  The series, fit and note recorded.
+def _measure_collective_duplex(topology: Topology, hockney: Hockney, size: int, timings: Sequence[Timing],
+                               procs: int, m: dict[str, Series], fits: dict[str, Fit], notes: list[str]) -> Topology:
+    """``topology`` with the duplex table as a collective's steps meet it and its
+    ``duplex_streams``, from :data:`STREAMS_ROUNDS` rounds of :data:`STREAMS_CASES` of ``size``
+    bytes blocks (``timings``, round after round), each simulated as the third of calls back to back
+    (Hockney's idle fit over the topology with every table measured before).  The series, fits and
+    notes recorded.
 
-    By their ratio, not the all-to-all's time alone: the share one stream keeps varies from probe
-    to probe, and with it the all-to-all's time, while the two all-to-alls move together."""
+    - The depth (:func:`colltune.probe.fit.fit_duplex_depth`): the part of the shifts' shortfall
+      at which the simulated pairwise exchange takes its measured median.  The shifts start every
+      host's exchange at once after a barrier; the pairwise exchange runs the same both-ways shift
+      at each distance, its steps back to back, as a collective's steps run.  The table keeps the
+      shifts' shape over sizes, its shortfall cut to that depth (none left at depth 0).
+    - The part of the remaining shortfall that many streams into one host recover together
+      (:func:`colltune.probe.fit.fit_duplex_streams`): at which the simulated direct all-to-all
+      runs as much faster than the simulated pairwise exchange as measured, by the median of the
+      rounds' ratios (one round's ratio varies less from probe to probe than either time); not
+      applied if none is recovered."""
     n = len(STREAMS_CASES)
     by_case = [list(timings[k::n]) for k in range(n)]
     m["duplex_streams_alltoall"] = summarised(
@@ -843,14 +850,28 @@ def _measure_duplex_streams(topology: Topology, hockney: Hockney, size: int, tim
         f"rounds' medians): {procs - 1} streams into every host while it sends, and one")
     direct, pairwise = (REGISTRY.get(c, a).schedule(procs, 0, size) for c, a in STREAMS_CASES)
     streams = float(procs - 1)
+    shifts = topology.duplex
 
-    def time(schedule: Schedule, part: float) -> float:
-        topo = topology.model_copy(update={"duplex_streams": (streams, part) if part > 0 else None})
+    def time(schedule: Schedule, depth: float, part: float) -> float:
+        table = None if shifts is None else fit.deepened(shifts, depth)
+        topo = topology.model_copy(update={"duplex": table,
+                                           "duplex_streams": (streams, part) if part > 0 and table else None})
         return steady_call(schedule, "hockney", hockney, topology=topo)
 
+    depth = 0.0
+    if shifts is not None:
+        measured = m["duplex_streams_alltoall"].points[1].median
+        depth, fits["duplex_depth"] = fit.fit_duplex_depth(measured, lambda k: time(pairwise, k, 0.0))
+        notes.append(f"duplex: a collective's steps meet {depth:.2f} of the shifts' shortfall (the pairwise exchange "
+                     f"of {size} B blocks took {measured * 1e3:.2f} ms, the median of {len(by_case[1])} rounds; "
+                     "inverted through the simulator); the table's shares " +
+                     ("cut to that depth" if depth > 0 else "all 1: not applied"))
+        topology = topology.model_copy(update={"duplex": fit.deepened(shifts, depth)})
+    if topology.duplex is None:
+        return topology
     ratio = float(np.median([d.median / p.median for d, p in zip(*by_case, strict=True)]))
-    target = time(pairwise, 0.0) * ratio  # the direct one at the simulated pairwise's level
-    part, fits["duplex_streams"] = fit.fit_duplex_streams(target, lambda r: time(direct, r))
+    target = time(pairwise, depth, 0.0) * ratio  # the direct one at the simulated pairwise's level
+    part, fits["duplex_streams"] = fit.fit_duplex_streams(target, lambda r: time(direct, depth, r))
     notes.append(f"duplex_streams: {procs - 1} streams into a host that sends recover {part:.2f} of the duplex "
                  f"table's shortfall (the direct all-to-all of {size} B blocks ran {ratio:.2f} of the pairwise "
                  f"exchange's time, the median of {len(by_case[0])} rounds; inverted through the simulator)"
