@@ -409,6 +409,13 @@ def test_a_rank_killed_during_the_probe_ends_the_job(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("procs", (2, 3))
+def test_ranks_that_wait_for_the_probes_measurements_poll_and_sleep_while_rank_0_fits(procs: int) -> None:
+    res = run_mpi("crowd_check.py", procs, timeout=60)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert f"crowd check passed: P={procs}" in res.stdout
+
+
 @pytest.mark.parametrize("procs", (1, 3, 5))
 def test_ranks_waiting_for_a_quiet_broadcast_get_the_value_and_sleep(procs: int) -> None:
     res = run_mpi("quiet_check.py", procs, timeout=120)

@@ -7,8 +7,9 @@ node's network link.  The probe finds the hosts with ``MPI_Comm_split_type``
 (:func:`shared_memory_rtt`), and fits a latency and a copy bandwidth to them
 (:func:`fit_shared_memory`: RTT(m) / 2 = L + m / B), which the
 simulator charges every message within a host (:meth:`colltune.sim.topology.Topology.memory_costs`).
-The network is measured among one rank per host, and the ranks of a host share its link in the
-topology, where their flows share it as they do on the wire.
+The network is measured among one rank per host while the other ranks wait in MPI as they do in
+a collective (:class:`Crowd`), and the ranks of a host share its link in the topology, where
+their flows share it as they do on the wire.
 """
 
 from __future__ import annotations
@@ -91,10 +92,42 @@ def link_burst(sizes: Sequence[float], rtt: Sequence[float]) -> float:
     return max(0.0, (smallest - intercept) / slope) if slope > 0 else 0.0
 
 
+class Crowd:
+    """The ranks of a job that take no part in a measurement, waiting as ranks wait in a collective.
+
+    In a collective every rank of the job is inside an MPI call, and MPICH and Open MPI poll for
+    progress while a call waits.  Where ranks share cores (8 on the testbed's 2), the ranks that
+    take part then get only their share of the cores, and every message waits until its receiver
+    runs again.  So while some ranks measure, the others wait in MPI (polling) too, and sleep only
+    while rank 0 fits, which takes no network: :meth:`follow` on the waiting ranks, and on the
+    measuring ones :meth:`pause` as the fits start, :meth:`resume` as the timing goes on and
+    :meth:`end` (each once, in this order; every call is a non-blocking barrier of ``comm``)."""
+
+    def __init__(self, comm: MPI.Comm) -> None:
+        self.comm = comm
+
+    def follow(self) -> None:
+        """The waiting ranks: polling until :meth:`pause`, asleep until :meth:`resume`, polling
+        until :meth:`end`."""
+        self.comm.Ibarrier().Wait()
+        sleep_until(self.comm.Ibarrier())
+        self.comm.Ibarrier().Wait()
+
+    def pause(self) -> None:
+        self.comm.Ibarrier().Wait()
+
+    def resume(self) -> None:
+        self.comm.Ibarrier().Wait()
+
+    def end(self) -> None:
+        sleep_until(self.comm.Ibarrier())
+
+
 def shared_memory_rtt(comm: MPI.Comm, groups: list[list[int]], sizes: Sequence[int], reps: int,
                       warmup: int) -> Series | None:
     """Round trips (s) between the two lowest ranks of the first host that has two, at ``sizes``
-    (collective; the series on rank 0, None elsewhere).  The other ranks wait, sleeping."""
+    (collective; the series on rank 0, None elsewhere).  The other ranks wait in MPI, polling as in
+    a collective (:class:`Crowd`)."""
     a, b = next(g[:2] for g in groups if len(g) > 1)
     me = comm.Get_rank()
     pair = comm.Split(0 if me in (a, b) else MPI.UNDEFINED, me)
@@ -103,12 +136,12 @@ def shared_memory_rtt(comm: MPI.Comm, groups: list[list[int]], sizes: Sequence[i
         meter = Meter(pair, reps, warmup)
         samples = [meter.prtt(1, 0.0, s) for s in sizes]
         pair.Free()
+    comm.Ibarrier().Wait()  # polling
     if a != 0:
         if me == a:
             comm.send(samples, 0, tag=77)
         elif me == 0:
             samples = comm.recv(source=a, tag=77)
-    sleep_until(comm.Ibarrier())
     if me != 0:
         return None
     return series("s", "bytes", sizes, samples, f"PRTT(1, 0, s) between ranks {a} and {b}, which share a host")

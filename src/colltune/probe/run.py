@@ -100,6 +100,7 @@ from colltune.probe.choices import (
 )
 from colltune.probe.cores import shift_excess
 from colltune.probe.hosts import (
+    Crowd,
     every_rank,
     fit_shared_memory,
     groups_of,
@@ -235,26 +236,36 @@ class _SecondCheck:
     The waiting ranks sleep between tests of a non-blocking barrier
     (:func:`colltune.runtime.quiet.sleep_until`) instead of spinning in MPI: with more ranks than
     cores (8 on the testbed's 2) spinning ranks take the processor from rank 0's fits and
-    simulations."""
+    simulations.  The ``crowd`` of a larger job (:class:`colltune.probe.hosts.Crowd`) sleeps
+    meanwhile too, and polls again while the second check is timed."""
 
-    def __init__(self, comm: MPI.Comm) -> None:
-        self.comm, self.waiting = comm, False
+    def __init__(self, comm: MPI.Comm, crowd: Crowd | None = None) -> None:
+        self.comm, self.crowd, self.waiting = comm, crowd, False
 
     def arm(self) -> None:
         """Rank 0, once the other ranks have gone to :meth:`follow`."""
         self.waiting = True
+        if self.crowd is not None:
+            self.crowd.pause()
 
     def follow(self) -> None:
+        if self.crowd is not None:
+            self.crowd.pause()
         sleep_until(self.comm.Ibarrier())
         cases = self.comm.bcast(None, root=0)
         if cases is None:
             raise ProbeError("the probe failed on rank 0 while fitting the models (its error says why)")
+        if self.crowd is not None:
+            self.crowd.resume()
         _time_cases(self.comm, cases)
 
     def lead(self, cases: list[Case]) -> list[Timing]:
         self.waiting = False
         self.comm.Ibarrier().Wait()
-        return _time_cases(self.comm, self.comm.bcast(cases, root=0))
+        order = self.comm.bcast(cases, root=0)
+        if self.crowd is not None:
+            self.crowd.resume()
+        return _time_cases(self.comm, order)
 
     def release(self) -> None:
         if self.waiting:
@@ -309,7 +320,9 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
     The probe finds which ranks share a host (:func:`colltune.runtime.hosts.host_labels`).  Where
     some host has several, it times ping-pongs between two ranks of one host (shared memory's
     latency and bandwidth, :mod:`colltune.probe.hosts`), then measures the network among one rank
-    per host (the lowest) while the others sleep, and the profile's topology places every rank on
+    per host (the lowest) while the others wait in MPI as in a collective (polling, so that where
+    ranks share cores the measuring ranks get the share they get in a collective; asleep while rank
+    0 fits: :class:`colltune.probe.hosts.Crowd`), and the profile's topology places every rank on
     its host, which its ranks share; the ranks of a job on one machine are measured as hosts of
     their own; the latency matrix measured among the hosts' ranks is spread over every rank
     (:func:`colltune.probe.hosts.every_rank`), and a default network that builds its own tree (of the
@@ -339,15 +352,18 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
     within = shared_memory_rtt(comm, groups, plan.sizes, plan.reps, plan.warmup)
     leaders = [g[0] for g in groups]
     sub = comm.Split(0 if me in leaders else MPI.UNDEFINED, me)
+    crowd = Crowd(comm)
     profile = None
     if sub != MPI.COMM_NULL:
         given = None if topology is None else topology.model_copy(
             update={"hosts": tuple(topology.hosts[r] for r in leaders)})
         profile = _run(sub, mode, sizes, name, given, progress,
                        None if topology is not None else
-                       lambda rate, burst: host_topology(range(len(leaders)), rate, burst))
+                       lambda rate, burst: host_topology(range(len(leaders)), rate, burst), crowd)
         sub.Free()
-    sleep_until(comm.Ibarrier())  # the ranks that lead no host sleep meanwhile
+        crowd.end()
+    else:  # the ranks that lead no host wait in MPI as in a collective, asleep while rank 0 fits
+        crowd.follow()
     if me != 0:
         return None
     assert profile is not None and profile.topology is not None and within is not None
@@ -376,9 +392,11 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
 
 
 def _run(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, topology: Topology | None,
-         progress: Progress | None, infer: Callable[[float, float], Topology] | None) -> Profile | None:
-    """:func:`_probe` with its second check released on rank 0 however it ends."""
-    second = _SecondCheck(comm)
+         progress: Progress | None, infer: Callable[[float, float], Topology] | None,
+         crowd: Crowd | None = None) -> Profile | None:
+    """:func:`_probe` with its second check released on rank 0 however it ends; ``crowd``: the
+    ranks of a larger job that wait meanwhile, paused while rank 0 fits."""
+    second = _SecondCheck(comm, crowd)
     try:
         return _probe(comm, mode, sizes, name, topology, progress, second, infer)
     finally:
