@@ -24,7 +24,7 @@ from colltune.models.params import LatencyMatrix
 from colltune.probe.fit import record
 from colltune.probe.measure import Meter
 from colltune.probe.stats import series
-from colltune.profiles.format import Fit, Series
+from colltune.profiles.format import Fit, Profile, Series
 from colltune.runtime.quiet import sleep_until
 from colltune.sim.topology import Topology, star
 
@@ -166,14 +166,25 @@ def fit_shared_memory(rtt: Series) -> tuple[tuple[float, float], Fit]:
                                         t / 2 - (latency + m / bandwidth))
 
 
-def every_rank(matrix: LatencyMatrix, groups: list[list[int]], within: float) -> LatencyMatrix:
-    """The latency matrix measured among one rank per host (``matrix``, host h's leader at row h)
-    spread over every rank of ``groups`` (the ranks of each host): two ranks of different hosts
-    take their hosts' latency, two of one host ``within`` (shared memory's, s), named
-    ``HOST:RANK`` by the leaders' names."""
-    procs = sum(len(g) for g in groups)
-    host = {r: h for h, g in enumerate(groups) for r in g}
-    lat = [[0.0 if i == j else within if host[i] == host[j] else matrix.latency[host[i]][host[j]]
-            for j in range(procs)] for i in range(procs)]
-    names = tuple(f"{matrix.names[host[r]].split(':')[0]}:{r}" for r in range(procs))
-    return matrix.model_copy(update={"names": names, "latency": tuple(map(tuple, lat))})
+def every_pair(pairs: dict[tuple[int, int], np.ndarray], hosts: Sequence[str], loaded: float) -> LatencyMatrix:
+    """The latency matrix of every rank from the round trips ``pairs`` (s, per pair (i, j), i < j:
+    :meth:`colltune.probe.measure.Meter.all_pairs` over the whole job, whose rounds of concurrent
+    pairs load the cores as a collective does where ranks share them): half the median round trip
+    plus ``loaded`` (s, :func:`loaded_increment`), the ranks named ``HOST:RANK`` by ``hosts`` (each
+    rank's host)."""
+    procs = len(hosts)
+    lat = np.zeros((procs, procs))
+    for (i, j), samples in pairs.items():
+        lat[i, j] = lat[j, i] = float(np.median(samples)) / 2 + loaded
+    names = tuple(f"{h}:{r}" for r, h in enumerate(hosts))
+    return LatencyMatrix(names=names, latency=tuple(tuple(float(v) for v in row) for row in lat))
+
+
+def loaded_increment(profile: Profile) -> float:
+    """The load increment (s) the probe among the hosts' leaders added to its latency matrix
+    (:func:`colltune.probe.fit.with_loaded_latency`): its matrix's first pair less that pair's
+    measured one-way latency; 0 where it has no latency matrix."""
+    if profile.models.latency is None or "pair_latency" not in profile.measurements:
+        return 0.0
+    first = profile.measurements["pair_latency"].points[0].median
+    return max(float(profile.models.latency.latency[0][1]) - first, 0.0)
