@@ -381,8 +381,8 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
     (latency, bandwidth), shared_fit = fit_shared_memory(within)
     placed = topology.hosts if topology is not None else host_topology(labels, 1.0).hosts
     note = (f"hosts: {len(groups)} ({', '.join(str(len(g)) for g in groups)} ranks); the network measured among "
-            f"ranks {', '.join(map(str, leaders))}, one per host, the latency matrix among every rank; shared memory: {latency * 1e6:.2f} us and "
-            f"{bandwidth / 1e9:.2f} GB/s (ping-pongs between two ranks of one host)")
+            f"ranks {', '.join(map(str, leaders))}, one per host, the latency matrix among every rank; shared "
+            f"memory: {latency * 1e6:.2f} us and {bandwidth / 1e9:.2f} GB/s (ping-pongs between two ranks of one host)")
     provenance = profile.provenance.model_copy(update={"procs": P, "hosts": names,
                                                        "notes": (*profile.provenance.notes, note)})
     models = profile.models
@@ -874,8 +874,7 @@ def _measure_pairwise_duplex(topology: Topology, hockney: Hockney, sizes: Sequen
 
     The shifts (:func:`colltune.probe.fit.fit_duplex`) start every host's exchange at once after a
     barrier; the pairwise all-to-all runs the same both-ways shift at each distance in turn, its
-    steps back to back as a collective's steps run, and on the testbed its share lies well above
-    the shifts' (0.9 against 0.65-0.75 at 64 KiB), while its dip at 256 KiB follows theirs."""
+    steps back to back as a collective's steps run, and can keep a larger share."""
     k = len(sizes)
     m["duplex_pairwise"] = summarised(
         "s", "bytes", sizes, [_over_rounds(list(timings[i::k])) for i in range(k)],
