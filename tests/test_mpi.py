@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from helpers import run_bounded
 
+from colltune.probe import deepened
 from colltune.profiles import read_profile
 from colltune.sim import NETWORKS, star
 from colltune.sim.topology import two_level
@@ -224,8 +225,11 @@ def test_quick_probe_writes_a_consistent_profile(procs: int, topology: str | Non
         assert inferred is not None and inferred.hosts == tuple(f"h{r}" for r in range(procs))
         assert len({n.up for n in inferred.nodes if n.parent}) == 1 and inferred.shared_memory is None
         assert any(n.startswith("topology inferred: one switch") for n in prov.notes)
-    else:  # kept, and the check carried the endpoint models over it; its rto is the incast's
+    else:  # kept, and the check carried the endpoint models over it; its rto is the incast's, its
+        # duplex the shifts'
         rto = models.plogpt.t_rto if any("as the incast measured it" in n for n in prov.notes) else 0.0
+        duplex = tuple((x, p.median) for x, p in zip(profile.measurements["duplex"].x,
+                                                     profile.measurements["duplex"].points, strict=True))
         if given_topology.cores is not None:  # 4 ranks on 2 cores: the shifts of all ranks and of two
             shifted = profile.measurements["message_cpu"]
             assert list(shifted.x) == list(profile.measurements["cpu_shift_all"].x) == list(PLANS["quick"].cpu_sizes)
@@ -253,28 +257,29 @@ def test_quick_probe_writes_a_consistent_profile(procs: int, topology: str | Non
         waited = any(n.startswith("loggp: S = ") and "B, waited)" in n for n in prov.notes)
         acked = models.loggp.S if waited else None
         assert any(("a send above" if waited else "no send waited") in n for n in prov.notes)
-        # the pairwise all-to-all of blocks of each quick duplex size: the share a collective's steps
-        # meet, which the table takes at those sizes (none left where every share is 1)
-        sizes = list(PLANS["quick"].duplex_sizes)
-        assert list(profile.measurements["duplex_pairwise"].x) == sizes
-        assert len(profile.fits["duplex_pairwise"].residuals) == len(sizes)
-        assert any(n.startswith("duplex in steps: a flow can use ") for n in prov.notes)
-        duplex = profile.topology.duplex
-        assert duplex is None or ([b for b, _ in duplex] == sizes and all(0.05 <= e <= 1 for _, e in duplex))
-        # the direct all-to-all and the pairwise exchange of the first duplex size: the part of the
-        # shortfall that P - 1 streams into a host recover, applied if any
+        # the direct all-to-all and the pairwise exchange of the first duplex size: how deep the
+        # shifts' shortfall reaches in a collective's steps, which cuts the table, and the part of
+        # what remains that P - 1 streams into a host recover, applied if any
         alltoall = profile.measurements["duplex_streams_alltoall"]
         assert len(alltoall.points) == 2 and all(p.median > 0 for p in alltoall.points)
-        assert f"blocks of {sizes[0]} B" in alltoall.method
-        streams = None
-        if duplex is None:  # no shortfall: nothing for several streams to recover
-            assert "duplex_streams" not in profile.fits and profile.topology.duplex_streams is None
+        assert f"blocks of {PLANS['quick'].duplex_sizes[0]} B" in alltoall.method
+        note = next(n for n in prov.notes if n.startswith("duplex: a collective's steps meet "))
+        depth = float(note.split("meet ")[1].split()[0])
+        assert 0 <= depth <= 1 and len(profile.fits["duplex_depth"].residuals) == 1
+        duplex = deepened(duplex, depth)
+        if duplex is None:  # no shortfall left: nothing for several streams to recover
+            assert profile.topology.duplex is None and "duplex_streams" not in profile.fits
         else:
+            assert [share for _, share in profile.topology.duplex] == pytest.approx([share for _, share in duplex],
+                                                                                  rel=0.01)
+            duplex = profile.topology.duplex  # the note's depth is rounded
+        streams = None
+        if duplex is not None:
             note = next(n for n in prov.notes if n.startswith(f"duplex_streams: {procs - 1} streams"))
             part = float(note.split("recover ")[1].split()[0])
             assert 0 <= part <= 1 and len(profile.fits["duplex_streams"].residuals) == 1
             streams = None if "not applied" in note else profile.topology.duplex_streams
-            assert streams is None or (streams[0] == procs - 1 and streams[1] == pytest.approx(part, abs=0.005))
+        assert streams is None or (streams[0] == procs - 1 and streams[1] == pytest.approx(part, abs=0.005))
         # message_cpu measured, but the loaded latency stands for it: the topology gains the send hold only
         assert profile.topology == given_topology.model_copy(update={"rto": rto, "duplex": duplex,
                                                                      "trunk_duplex": trunk, "ack_above": acked,

@@ -17,17 +17,18 @@ from colltune.errors import ColltuneError
 from colltune.models.cluster import TABLE1
 from colltune.models.params import Hockney, LogGP
 from colltune.probe import (
+    deepened,
     eager_threshold,
     epsilon_s,
     epsilon_t,
     fit_cluster_latency,
     fit_duplex,
+    fit_duplex_depth,
     fit_duplex_streams,
     fit_hockney,
     fit_incast,
     fit_loggp,
     fit_message_cpu,
-    fit_pairwise_duplex,
     fit_piecewise,
     fit_plogp,
     fit_send_hold,
@@ -38,7 +39,7 @@ from colltune.probe import (
     with_loaded_latency,
 )
 from colltune.probe.cores import shift_excess
-from colltune.probe.fit import MIN_DUPLEX, MIN_TRUNK_DUPLEX, TCP_RTO_MIN
+from colltune.probe.fit import MIN_TRUNK_DUPLEX, TCP_RTO_MIN
 from colltune.probe.stats import summarised
 from colltune.probe.trunks import trunk_distance, trunk_shift_time
 from colltune.profiles import Profile, builtin, parse_profile
@@ -354,31 +355,38 @@ def test_the_send_hold_fit_recovers_the_hold_the_shifts_were_made_with():
         fit_send_hold(0.0, pair, lambda h: excess(1, h))
 
 
-def test_the_pairwise_duplex_fit_finds_the_share_a_simulated_all_to_all_was_made_with():
-    """The pairwise all-to-all of 8 ranks simulated over a star whose duplex share is 0.7 at 64 KiB
-    blocks and 0.9 at 256 KiB: the fit finds both back; a time below the whole link's gives 1, one
-    far above gives the least share it looks for."""
+def test_a_deepened_duplex_table_cuts_each_shortfall_and_keeps_its_sizes():
+    """Depth 1 keeps the table, 0.5 halves every shortfall, 0 leaves none (the whole link: no
+    table); a depth outside [0, 1] is refused."""
+    table = ((65536.0, 0.6), (4194304.0, 1.0))
+    assert deepened(table, 1.0) == table
+    assert deepened(table, 0.5) == ((65536.0, pytest.approx(0.8)), (4194304.0, 1.0))
+    assert deepened(table, 0.0) is None
+    with pytest.raises(ValueError, match="depth lies in"):
+        deepened(table, 1.5)
+
+
+def test_the_duplex_depth_fit_finds_the_depth_a_simulated_exchange_was_made_with():
+    """The pairwise exchange simulated over an 8-host star whose duplex table is cut to 0.3: the fit
+    finds 0.3 back; a time below the whole link's gives 0, one above the table's gives 1."""
     from colltune.sim.calls import steady_call
 
     hockney = Hockney(alpha=60e-6, beta=8e-8)
+    shifts = ((65536.0, 0.6), (262144.0, 0.6), (4194304.0, 0.95))
+    schedule = REGISTRY.get("alltoall", "pairwise_exchange").schedule(8, 0, 65536)
 
-    def time(size: int, share: float) -> float:
-        schedule = REGISTRY.get("alltoall", "pairwise_exchange").schedule(8, 0, size)
-        topo = star(8, 12.5e6).model_copy(update={"duplex": ((1.0, share),)})
+    def time(depth: float) -> float:
+        topo = star(8, 12.5e6).model_copy(update={"duplex": deepened(shifts, depth)})
         return steady_call(schedule, "hockney", hockney, topology=topo)
 
-    sizes = [65536, 262144]
-    assert time(65536, 0.5) > time(65536, 0.7) > time(65536, 1.0)
-    table, fit = fit_pairwise_duplex(sizes, [time(65536, 0.7), time(262144, 0.9)], time)
-    assert [b for b, _ in table] == [65536.0, 262144.0]
-    assert [e for _, e in table] == pytest.approx([0.7, 0.9], abs=1e-4)
-    assert fit.data == ("duplex_pairwise",) and max(abs(r) for r in fit.residuals) < 1e-6
-    table, _ = fit_pairwise_duplex(sizes, [0.9 * time(65536, 1.0), 100 * time(262144, MIN_DUPLEX)], time)
-    assert [e for _, e in table] == [1.0, MIN_DUPLEX]
-    with pytest.raises(ValueError, match="positive times"):
-        fit_pairwise_duplex(sizes, [0.0, 1.0], time)
-    with pytest.raises(ValueError, match="a median time at every size"):
-        fit_pairwise_duplex(sizes, [1.0], time)
+    assert time(0.0) < time(0.5) < time(1.0)
+    depth, fit = fit_duplex_depth(time(0.3), time)
+    assert depth == pytest.approx(0.3, abs=1e-4) and fit.data == ("duplex_streams_alltoall",)
+    assert abs(fit.residuals[0]) < 1e-9
+    assert fit_duplex_depth(0.9 * time(0.0), time)[0] == 0.0
+    assert fit_duplex_depth(1.1 * time(1.0), time)[0] == 1.0
+    with pytest.raises(ValueError, match="positive time"):
+        fit_duplex_depth(0.0, time)
 
 
 def test_the_duplex_streams_fit_inverts_the_simulated_all_to_all():

@@ -11,17 +11,18 @@
 
 from colltune.probe.fit import (
     Incast,
+    deepened,
     eager_threshold,
     epsilon_s,
     epsilon_t,
     fit_cluster_latency,
     fit_duplex,
+    fit_duplex_depth,
     fit_duplex_streams,
     fit_hockney,
     fit_incast,
     fit_loggp,
     fit_message_cpu,
-    fit_pairwise_duplex,
     fit_piecewise,
     fit_plogp,
     fit_send_hold,
@@ -33,8 +34,8 @@ from colltune.probe.fit import (
 from colltune.probe.choices import CHOICE_TIE, FINALISTS, choice_scores, choose_by_choices, disputed, model_choices
 from colltune.probe.stats import summarise
 
-__all__ = ["CHOICE_TIE", "FINALISTS", "Incast", "choice_scores", "choose_by_choices", "disputed", "eager_threshold",
-           "epsilon_s", "epsilon_t", "fit_cluster_latency", "fit_duplex", "fit_duplex_streams", "fit_hockney",
-           "fit_incast", "fit_loggp", "fit_message_cpu", "fit_pairwise_duplex", "fit_piecewise", "fit_plogp",
-           "fit_send_hold", "fit_tree", "fit_trunk_duplex", "loaded_latency", "model_choices", "summarise",
-           "with_loaded_latency"]
+__all__ = ["CHOICE_TIE", "FINALISTS", "Incast", "choice_scores", "choose_by_choices", "deepened", "disputed",
+           "eager_threshold", "epsilon_s", "epsilon_t", "fit_cluster_latency", "fit_duplex", "fit_duplex_depth",
+           "fit_duplex_streams", "fit_hockney", "fit_incast", "fit_loggp", "fit_message_cpu", "fit_piecewise",
+           "fit_plogp", "fit_send_hold", "fit_tree", "fit_trunk_duplex", "loaded_latency", "model_choices",
+           "summarise", "with_loaded_latency"]

@@ -259,30 +259,6 @@ def fit_duplex(sizes: Sequence[int], one_way: Array, both_ways: Array) -> tuple[
 MIN_TRUNK_DUPLEX = 0.05
 
 
-def _shares(sizes: Sequence[int], measured: Array, simulated: Callable[[int, float], float],
-            least: float, what: str) -> tuple[tuple[tuple[float, float], ...], np.ndarray]:
-    """At each of ``sizes`` (bytes) the share e in [``least``, 1] at which ``simulated(size, e)``
-    (s, nonincreasing in e) matches the ``measured`` median (s): 1 where even e = 1 simulates as
-    long, ``least`` where e = ``least`` simulates no longer; the pairs and the residuals (simulated
-    minus measured)."""
-    if len(sizes) != len(measured) or not sizes:
-        raise ValueError(f"a {what} fit needs a median time at every size")
-    pairs, residuals = [], []
-    for size, target in zip(sizes, measured, strict=True):
-        if not target > 0:
-            raise ValueError(f"a {what} fit needs positive times; got {target} s at {size} B")
-        if simulated(size, 1.0) >= target:
-            e = 1.0
-        elif simulated(size, least) <= target:
-            e = least
-        else:
-            e = float(scipy.optimize.brentq(lambda v, s=size, t=float(target): simulated(s, v) - t,
-                                            least, 1.0, xtol=1e-6))
-        pairs.append((float(max(size, 1)), e))
-        residuals.append(simulated(size, e) - float(target))
-    return tuple(pairs), np.asarray(residuals)
-
-
 def fit_trunk_duplex(sizes: Sequence[int], measured: Array,
                      simulated: Callable[[int, float], float]) -> tuple[tuple[tuple[float, float], ...], Fit]:
     """The share of a link between two switches that a flow can use while data crosses it the
@@ -291,38 +267,58 @@ def fit_trunk_duplex(sizes: Sequence[int], measured: Array,
     nonincreasing in e), matches its ``measured`` median (s).  Where even e = 1 simulates as long
     as was measured, e is 1; the search ends at :data:`MIN_TRUNK_DUPLEX`.  The residuals are the
     simulated minus the measured times."""
-    pairs, residuals = _shares(sizes, measured, simulated, MIN_TRUNK_DUPLEX, "trunk duplex")
-    return pairs, record(("trunk_shift",), "per size, the share whose simulated shift across the links "
-                         "between switches matches the measured one (Brent's method)", residuals)
+    if len(sizes) != len(measured) or not sizes:
+        raise ValueError("a trunk duplex fit needs the shift's median time at every size")
+    pairs, residuals = [], []
+    for size, target in zip(sizes, measured, strict=True):
+        if not target > 0:
+            raise ValueError(f"a trunk duplex fit needs positive times; got {target} s at {size} B")
+        if simulated(size, 1.0) >= target:
+            e = 1.0
+        elif simulated(size, MIN_TRUNK_DUPLEX) <= target:
+            e = MIN_TRUNK_DUPLEX
+        else:
+            e = float(scipy.optimize.brentq(lambda v, s=size, t=float(target): simulated(s, v) - t,
+                                            MIN_TRUNK_DUPLEX, 1.0, xtol=1e-6))
+        pairs.append((float(max(size, 1)), e))
+        residuals.append(simulated(size, e) - float(target))
+    return tuple(pairs), record(("trunk_shift",), "per size, the share whose simulated shift across the links "
+                                "between switches matches the measured one (Brent's method)", np.asarray(residuals))
 
 
-#: The smallest share of the link into a host :func:`fit_pairwise_duplex` looks for.
-MIN_DUPLEX = 0.05
+def deepened(duplex: Sequence[tuple[float, float]], depth: float) -> tuple[tuple[float, float], ...] | None:
+    """The duplex table ``duplex`` ([bytes, share] pairs) with each shortfall 1 - d cut to
+    ``depth`` (in [0, 1]) of itself: shares 1 - depth (1 - d); None (the whole link) at depth 0."""
+    if not 0.0 <= depth <= 1.0:
+        raise ValueError(f"a duplex depth lies in [0, 1], not {depth}")
+    if depth == 0.0:
+        return None
+    return tuple((float(size), 1.0 - depth * (1.0 - float(share))) for size, share in duplex)
 
 
-def fit_pairwise_duplex(sizes: Sequence[int], measured: Array,
-                        simulated: Callable[[int, float], float]) -> tuple[tuple[tuple[float, float], ...], Fit]:
-    """The share of the link into its receiver's host that a flow can use while that host sends, as
-    a collective's steps meet it (a topology's ``duplex`` at ``sizes``, bytes): the e at which the
-    simulated pairwise all-to-all of blocks of the size, ``simulated(size, e)`` (s, with the share
-    e at every size; nonincreasing in e), takes its ``measured`` median (s).  Where even e = 1
-    simulates as long, e is 1; the search ends at :data:`MIN_DUPLEX`.  The residuals are the
-    simulated minus the measured times.
+def fit_duplex_depth(measured: float, simulated: Callable[[float], float]) -> tuple[float, Fit]:
+    """How deep the duplex table's shortfall reaches in a collective's steps: the depth k in [0, 1]
+    at which ``simulated(k)`` (s: the simulated time of the probe's pairwise exchange over the
+    table :func:`deepened` to k, nondecreasing in k) matches ``measured`` (s: its median over the
+    rounds); 0 where even the whole link simulates no faster, 1 where the table as measured
+    simulates faster.  The residual is the simulated minus the measured time.
 
-    The pairwise exchange is the both-ways shift at each distance in turn, its steps back to back
-    as a collective's steps run; the shift alone (:func:`fit_duplex`) starts every host at once
-    after a barrier, and the share it finds can fall well below what the steps meet
-    (:func:`colltune.probe.run._measure_pairwise_duplex`)."""
-    pairs, residuals = _shares(sizes, measured, simulated, MIN_DUPLEX, "pairwise duplex")
-    return pairs, record(("duplex_pairwise",), "per size, the share whose simulated pairwise all-to-all matches "
-                         "the measured one (Brent's method)", residuals)
+    The shifts that measure the table each start after a barrier, every host at once; the
+    pairwise exchange is the same both-ways shift at each distance in turn, its steps back to back
+    as a collective's are, so its time says how much of the shifts' shortfall a collective's steps
+    meet (:func:`colltune.probe.run._measure_collective_duplex`)."""
+    if not measured > 0:
+        raise ValueError(f"a duplex depth fit needs a positive time; got {measured} s")
+    depth = _invert_rising(simulated, measured, 1.0)
+    return depth, record(("duplex_streams_alltoall",), "the depth whose simulated pairwise exchange matches the "
+                         "measured one (Brent's method)", np.asarray([simulated(depth) - measured]))
 
 
 def fit_duplex_streams(measured: float, simulated: Callable[[float], float]) -> tuple[float, Fit]:
     """The part of the duplex table's shortfall that many streams into one host recover together
     (a topology's ``duplex_streams``): the part r in [0, 1] at which ``simulated(r)`` (s, the
     simulated time of the probe's direct all-to-all, nonincreasing in r) matches ``measured`` (s:
-    the time the probe's measurements give it; :func:`colltune.probe.run._measure_duplex_streams`
+    the time the probe's measurements give it; :func:`colltune.probe.run._measure_collective_duplex`
     takes it from its ratio to the pairwise exchange); 0 where even r = 0 simulates no slower, 1
     where r = 1 simulates slower.  The residual is the simulated minus the measured time."""
     if not measured > 0:

@@ -39,14 +39,11 @@ What is measured, and how (kernels in :mod:`colltune.probe.measure`, fits in
   away loads both ways (tree:2's uplinks), the share of such a link a flow can use meanwhile
   (:func:`colltune.probe.fit.fit_trunk_duplex`, through the simulator), written into the profile's
   topology (:meth:`colltune.sim.topology.Topology.trunk_duplex_factor`);
-- with a topology, the pairwise all-to-all of blocks of each duplex size up to
-  :data:`PAIRWISE_MAX`: the share of its link a flow keeps while its receiver's host sends, as a
-  collective's steps (back to back) meet it (:func:`_measure_pairwise_duplex`), which replaces the
-  shifts' share in the profile's topology at those sizes (``duplex``);
 - with a topology and more than 2 ranks, the direct all-to-all and the pairwise exchange of the
-  first duplex size, one right after the other: the part of the duplex shortfall that many streams
-  into one host recover together (:func:`_measure_duplex_streams`), written into the profile's
-  topology (``duplex_streams``, :meth:`colltune.sim.topology.Topology.duplex_factor`);
+  first duplex size, one right after the other: how much of the shifts' duplex shortfall a
+  collective's steps, back to back, meet, and the part of it that many streams into one host
+  recover together (:func:`_measure_collective_duplex`), written into the profile's topology
+  (``duplex`` and ``duplex_streams``, :meth:`colltune.sim.topology.Topology.duplex_factor`);
 - a check: the times of a few collectives (:data:`CHECKS`) at a few sizes, run by colltune's
   executor, then of as many more cases again on which the two network models that predict the
   first ones best disagree most (:func:`discriminating_cases`), and of the algorithms that the
@@ -186,19 +183,15 @@ PLANS = {
 #: ``default_network``.
 CHECKS = (("bcast", "binomial_tree"), ("allgather", "ring"), ("alltoall", "pairwise_exchange"),
           ("gather", "flat_tree"), ("allreduce", "recursive_doubling"), ("bcast", "chain"))
-#: The collectives the probe times, one right after the other, to measure a topology's
-#: ``duplex_streams``: the direct all-to-all, every host sending to and receiving from every other
-#: at once (each host's sends posted starting with the next rank), and the pairwise exchange, one
-#: stream into each host at a time.
+#: The collectives the probe times, one right after the other, to measure how deep a topology's
+#: ``duplex`` shortfall reaches in a collective's steps and its ``duplex_streams``: the direct
+#: all-to-all, every host sending to and receiving from every other at once (each host's sends
+#: posted starting with the next rank), and the pairwise exchange, one stream into each host at a
+#: time.
 STREAMS_CASES = (("alltoall", "direct_rotated"), ("alltoall", "pairwise_exchange"))
 #: Rounds of :data:`STREAMS_CASES` and repetitions of each in a round (after one warm-up); the
 #: median of the rounds' ratios counts, since one round's ratio varies from probe to probe.
 STREAMS_ROUNDS, STREAMS_REPS = 3, 5
-#: The duplex sizes up to which the probe also times the pairwise all-to-all of blocks of the size
-#: (bytes), in :data:`STREAMS_ROUNDS` rounds of :data:`PAIRWISE_REPS` (after one warm-up), the
-#: share a collective's steps meet (:func:`_measure_pairwise_duplex`): on 8 hosts at 100 Mbit/s a
-#: call of 1 MiB blocks takes 0.6 s, one of 4 MiB blocks would take 2.4 s.
-PAIRWISE_MAX, PAIRWISE_REPS = 1024 * KiB, 3
 #: The least time, s, a receiver holds off while the probe looks for the eager threshold: half of
 #: it (what a send must take to count as waiting) is 50 times a small eager send here (10 us).
 MIN_HOLD = 1e-3
@@ -435,8 +428,7 @@ def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, to
     shared = topology is not None and topology.cores is not None and P > topology.cores
     across = None if topology is None else trunk_distance(topology.first(P))
     many = (topology is not None or infer is not None) and P > 2
-    pairwise = [b for b in plan.duplex_sizes if b <= PAIRWISE_MAX and (topology is not None or infer is not None)]
-    total = 16 + 2 * depth + P // 2 + shared + (across is not None) + many + bool(pairwise)  # the step() calls below
+    total = 16 + 2 * depth + P // 2 + shared + (across is not None) + many  # the step() calls below
     steps = iter(range(total))
 
     def step(what: str) -> None:
@@ -543,12 +535,6 @@ def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, to
              "every host that sends) and the pairwise exchange (one)")
         streams = [time_collective(comm, coll, alg, plan.duplex_sizes[0], {}, STREAMS_REPS, 1, rest=REST)
                    for _ in range(STREAMS_ROUNDS) for coll, alg in STREAMS_CASES]
-    exchanges = None
-    if pairwise:
-        step(f"duplex in steps: the pairwise all-to-all of {', '.join(str(b) for b in pairwise)} B blocks, its steps "
-             "back to back")
-        exchanges = [time_collective(comm, "alltoall", "pairwise_exchange", b, {}, PAIRWISE_REPS, 1, rest=REST)
-                     for _ in range(STREAMS_ROUNDS) for b in pairwise]
     cpu_shifts = None
     if shared:
         assert topology is not None and topology.cores is not None
@@ -718,12 +704,9 @@ def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, to
     if trunk_shifts is not None:
         assert topology is not None and across is not None
         topology = _measure_trunk_duplex(topology, hockney, ds, trunk_shifts, P, across, m, fits, notes)
-    if exchanges is not None:
-        assert topology is not None
-        topology = _measure_pairwise_duplex(topology, hockney, pairwise, exchanges, P, m, fits, notes)
     if streams is not None:
         assert topology is not None
-        topology = _measure_duplex_streams(topology, hockney, plan.duplex_sizes[0], streams, P, m, fits, notes)
+        topology = _measure_collective_duplex(topology, hockney, plan.duplex_sizes[0], streams, P, m, fits, notes)
     hold = 0.0
     if cpu_shifts is not None:
         assert topology is not None
@@ -863,51 +846,24 @@ def _measure_trunk_duplex(topology: Topology, hockney: Hockney, sizes: Sequence[
     return topology.model_copy(update={"trunk_duplex": table})
 
 
-def _measure_pairwise_duplex(topology: Topology, hockney: Hockney, sizes: Sequence[int], timings: Sequence[Timing],
-                             procs: int, m: dict[str, Series], fits: dict[str, Fit], notes: list[str]) -> Topology:
-    """``topology`` whose ``duplex`` table takes, at each of ``sizes`` (bytes), the share at which
-    the pairwise all-to-all of blocks of the size (``timings``, :data:`STREAMS_ROUNDS` rounds of
-    every size in turn; the median of the rounds' medians), simulated as the third of calls back
-    to back with that share at every size (Hockney's idle fit over the topology with every table
-    measured before), takes its measured time (:func:`colltune.probe.fit.fit_pairwise_duplex`);
-    the shifts' shares stand at the larger sizes.  The series, fit and note recorded.
+def _measure_collective_duplex(topology: Topology, hockney: Hockney, size: int, timings: Sequence[Timing],
+                               procs: int, m: dict[str, Series], fits: dict[str, Fit], notes: list[str]) -> Topology:
+    """``topology`` with the duplex table as a collective's steps meet it and its
+    ``duplex_streams``, from :data:`STREAMS_ROUNDS` rounds of :data:`STREAMS_CASES` of ``size``
+    bytes blocks (``timings``, round after round), each simulated as the third of calls back to back
+    (Hockney's idle fit over the topology with every table measured before).  The series, fits and
+    notes recorded.
 
-    The shifts (:func:`colltune.probe.fit.fit_duplex`) start every host's exchange at once after a
-    barrier; the pairwise all-to-all runs the same both-ways shift at each distance in turn, its
-    steps back to back as a collective's steps run, and can keep a larger share."""
-    k = len(sizes)
-    m["duplex_pairwise"] = summarised(
-        "s", "bytes", sizes, [_over_rounds(list(timings[i::k])) for i in range(k)],
-        f"the slowest rank's time of the pairwise all-to-all of {procs} ranks with blocks of the size, in "
-        f"{len(timings) // k} rounds of every size (the median of the rounds' medians)")
-    shifts = topology.duplex or ()
-
-    def time(size: int, share: float) -> float:
-        schedule = REGISTRY.get("alltoall", "pairwise_exchange").schedule(procs, 0, size)
-        topo = topology.model_copy(update={"duplex": ((1.0, share),), "duplex_streams": None})
-        return steady_call(schedule, "hockney", hockney, topology=topo)
-
-    measured, fits["duplex_pairwise"] = fit.fit_pairwise_duplex(sizes, m["duplex_pairwise"].medians, time)
-    table = (*measured, *((b, e) for b, e in shifts if b > max(sizes)))
-    notes.append("duplex in steps: a flow can use " + ", ".join(f"{e:.2f} at {int(b)} B" for b, e in measured) +
-                 " of the link into its receiver's host while that host sends, as the pairwise all-to-all's steps "
-                 "meet it (inverted through the simulator); the table takes these" +
-                 (", the shifts' shares above" if len(table) > len(measured) else ""))
-    return topology.model_copy(update={"duplex": None if all(e >= 1 for _, e in table) else table})
-
-
-def _measure_duplex_streams(topology: Topology, hockney: Hockney, size: int, timings: Sequence[Timing], procs: int,
-                            m: dict[str, Series], fits: dict[str, Fit], notes: list[str]) -> Topology:
-    """``topology`` with the ``duplex_streams`` that :data:`STREAMS_ROUNDS` rounds of
-    :data:`STREAMS_CASES` of ``size`` bytes blocks (``timings``, round after round) measured: the
-    part of the duplex table's shortfall at which the simulated direct all-to-all runs as much
-    faster than the simulated pairwise exchange as measured (the median of the rounds' ratios; each
-    simulated as the third of calls back to back, Hockney's idle fit over the topology with every
-    table measured before; :func:`colltune.probe.fit.fit_duplex_streams`); unchanged if no part is
-    recovered or the table has no shortfall.  The series, fit and note recorded.
-
-    By their ratio, not the all-to-all's time alone: the share one stream keeps varies from probe
-    to probe, and with it the all-to-all's time, while the two all-to-alls move together."""
+    - The depth (:func:`colltune.probe.fit.fit_duplex_depth`): the part of the shifts' shortfall
+      at which the simulated pairwise exchange takes its measured median.  The shifts start every
+      host's exchange at once after a barrier; the pairwise exchange runs the same both-ways shift
+      at each distance, its steps back to back, as a collective's steps run.  The table keeps the
+      shifts' shape over sizes, its shortfall cut to that depth (none left at depth 0).
+    - The part of the remaining shortfall that many streams into one host recover together
+      (:func:`colltune.probe.fit.fit_duplex_streams`): at which the simulated direct all-to-all
+      runs as much faster than the simulated pairwise exchange as measured, by the median of the
+      rounds' ratios (one round's ratio varies less from probe to probe than either time); not
+      applied if none is recovered."""
     n = len(STREAMS_CASES)
     by_case = [list(timings[k::n]) for k in range(n)]
     m["duplex_streams_alltoall"] = summarised(
@@ -915,19 +871,30 @@ def _measure_duplex_streams(topology: Topology, hockney: Hockney, size: int, tim
         "the slowest rank's time of " + " and ".join(f"{c}/{a}" for c, a in STREAMS_CASES) +
         f" with blocks of {size} B, one right after the other, in {len(by_case[0])} rounds (the median of the "
         f"rounds' medians): {procs - 1} streams into every host while it sends, and one")
-    if topology.duplex is None:
-        notes.append("duplex_streams: the duplex table has no shortfall for several streams to recover")
-        return topology
     direct, pairwise = (REGISTRY.get(c, a).schedule(procs, 0, size) for c, a in STREAMS_CASES)
     streams = float(procs - 1)
+    shifts = topology.duplex
 
-    def time(schedule: Schedule, part: float) -> float:
-        topo = topology.model_copy(update={"duplex_streams": (streams, part) if part > 0 else None})
+    def time(schedule: Schedule, depth: float, part: float) -> float:
+        table = None if shifts is None else fit.deepened(shifts, depth)
+        topo = topology.model_copy(update={"duplex": table,
+                                           "duplex_streams": (streams, part) if part > 0 and table else None})
         return steady_call(schedule, "hockney", hockney, topology=topo)
 
+    depth = 0.0
+    if shifts is not None:
+        measured = m["duplex_streams_alltoall"].points[1].median
+        depth, fits["duplex_depth"] = fit.fit_duplex_depth(measured, lambda k: time(pairwise, k, 0.0))
+        notes.append(f"duplex: a collective's steps meet {depth:.2f} of the shifts' shortfall (the pairwise exchange "
+                     f"of {size} B blocks took {measured * 1e3:.2f} ms, the median of {len(by_case[1])} rounds; "
+                     "inverted through the simulator); the table's shares " +
+                     ("cut to that depth" if depth > 0 else "all 1: not applied"))
+        topology = topology.model_copy(update={"duplex": fit.deepened(shifts, depth)})
+    if topology.duplex is None:
+        return topology
     ratio = float(np.median([d.median / p.median for d, p in zip(*by_case, strict=True)]))
-    target = time(pairwise, 0.0) * ratio  # the direct one at the simulated pairwise's level
-    part, fits["duplex_streams"] = fit.fit_duplex_streams(target, lambda r: time(direct, r))
+    target = time(pairwise, depth, 0.0) * ratio  # the direct one at the simulated pairwise's level
+    part, fits["duplex_streams"] = fit.fit_duplex_streams(target, lambda r: time(direct, depth, r))
     notes.append(f"duplex_streams: {procs - 1} streams into a host that sends recover {part:.2f} of the duplex "
                  f"table's shortfall (the direct all-to-all of {size} B blocks ran {ratio:.2f} of the pairwise "
                  f"exchange's time, the median of {len(by_case[0])} rounds; inverted through the simulator)"

@@ -254,10 +254,10 @@ class Topology(BaseModel):
         back by another link (an oversubscribed uplink) keeps its rate: its window then covers the
         longer round trip.  ``colltune probe`` measures the table (``fit_duplex``): both shifts
         above at 64 KiB, 256 KiB, 1 MiB and 4 MiB, the time one way over the time both ways, each
-        after a barrier that starts every host at once; then, up to 1 MiB, the share at which the
-        pairwise all-to-all of blocks of the size, the same shift at each distance with its steps
-        back to back as a collective's run, takes its measured time
-        (:func:`colltune.probe.fit.fit_pairwise_duplex`), which replaces the shifts' there.
+        after a barrier that starts every host at once; then, with more than 2 hosts, it cuts each
+        shortfall 1 - d to the depth at which the pairwise all-to-all, the same shift at each
+        distance with its steps back to back as a collective's run, takes its measured time
+        (:func:`colltune.probe.fit.fit_duplex_depth`).
 
         Several streams into one host recover part of the shortfall together (the topology's
         ``duplex_streams``, [N, r]: with n streams into the host, the share is d + (1 - d) r min(1,
