@@ -21,7 +21,7 @@ from mpi4py import MPI
 
 from colltune.errors import ColltuneError
 from colltune.models.params import LatencyMatrix
-from colltune.probe.fit import record
+from colltune.probe.fit import loaded_latency, record
 from colltune.probe.measure import Meter
 from colltune.probe.stats import series
 from colltune.profiles.format import Fit, Profile, Series
@@ -166,25 +166,30 @@ def fit_shared_memory(rtt: Series) -> tuple[tuple[float, float], Fit]:
                                         t / 2 - (latency + m / bandwidth))
 
 
+def pair_matrix(one_way: dict[tuple[int, int], float], hosts: Sequence[str], added: float = 0.0) -> LatencyMatrix:
+    """The latency matrix of ranks on ``hosts`` (each rank's host) from the one-way latency (s) of
+    each pair (i, j) in ``one_way``, plus ``added`` (s) off the diagonal, the ranks named
+    ``HOST:RANK``."""
+    procs = len(hosts)
+    lat = np.zeros((procs, procs))
+    for (i, j), value in one_way.items():
+        lat[i, j] = lat[j, i] = value + added
+    names = tuple(f"{h}:{r}" for r, h in enumerate(hosts))
+    return LatencyMatrix(names=names, latency=tuple(tuple(float(v) for v in row) for row in lat))
+
+
 def every_pair(pairs: dict[tuple[int, int], np.ndarray], hosts: Sequence[str], loaded: float) -> LatencyMatrix:
     """The latency matrix of every rank from the round trips ``pairs`` (s, per pair (i, j), i < j:
     :meth:`colltune.probe.measure.Meter.all_pairs` over the whole job, whose rounds of concurrent
     pairs load the cores as a collective does where ranks share them): half the median round trip
     plus ``loaded`` (s, :func:`loaded_increment`), the ranks named ``HOST:RANK`` by ``hosts`` (each
     rank's host)."""
-    procs = len(hosts)
-    lat = np.zeros((procs, procs))
-    for (i, j), samples in pairs.items():
-        lat[i, j] = lat[j, i] = float(np.median(samples)) / 2 + loaded
-    names = tuple(f"{h}:{r}" for r, h in enumerate(hosts))
-    return LatencyMatrix(names=names, latency=tuple(tuple(float(v) for v in row) for row in lat))
+    return pair_matrix({pair: float(np.median(samples)) / 2 for pair, samples in pairs.items()}, hosts, loaded)
 
 
-def loaded_increment(profile: Profile) -> float:
-    """The load increment (s) the probe among the hosts' leaders added to its latency matrix
-    (:func:`colltune.probe.fit.with_loaded_latency`): its matrix's first pair less that pair's
-    measured one-way latency; 0 where it has no latency matrix."""
-    if profile.models.latency is None or "pair_latency" not in profile.measurements:
-        return 0.0
-    first = profile.measurements["pair_latency"].points[0].median
-    return max(float(profile.models.latency.latency[0][1]) - first, 0.0)
+def loaded_increment(profile: Profile, procs: int) -> float:
+    """The load increment (s) that the probe among ``procs`` hosts' leaders added to its models'
+    latencies, fitted again from its concurrent ping-pong pairs (:func:`colltune.probe.fit.loaded_latency`)."""
+    transfers = {int(key.removeprefix("transfer_p")): series.medians
+                 for key, series in profile.measurements.items() if key.startswith("transfer_p")}
+    return loaded_latency(transfers, procs)[0] if 2 in transfers else 0.0

@@ -75,7 +75,6 @@ from colltune.grid.levels import group_levels
 from colltune.models.params import (
     ClusterModel,
     Hockney,
-    LatencyMatrix,
     Linear,
     LogP,
     Piecewise,
@@ -108,6 +107,7 @@ from colltune.probe.hosts import (
     link_burst,
     link_rate,
     loaded_increment,
+    pair_matrix,
     shared_memory_rtt,
 )
 from colltune.probe.measure import Meter
@@ -381,7 +381,7 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
     models = profile.models
     if models.latency is not None:  # measured among every rank, with the leaders' load increment
         assert pairs is not None
-        models = models.model_copy(update={"latency": every_pair(pairs, placed, loaded_increment(profile))})
+        models = models.model_copy(update={"latency": every_pair(pairs, placed, loaded_increment(profile, len(leaders)))})
     network = profile.default_network
     if NETWORKS[network].own_topology:  # its tree was measured among the leaders: it cannot place every rank
         network = "plogp"
@@ -632,12 +632,8 @@ def _probe(comm: MPI.Comm, mode: str, sizes: Sequence[int] | None, name: str, to
     m["pair_latency"] = series("s", "pair", range(len(keys)), [pairs[k] / 2 for k in keys],
                                "one-way latency (half the round trip) of pairs " +
                                ", ".join(f"{i}-{j}" for i, j in keys))
-    lat = np.zeros((P, P))
-    for (i, j), point in zip(keys, m["pair_latency"].points, strict=True):
-        lat[i, j] = lat[j, i] = point.median
-    names = tuple(f"{h}:{r}" for r, h in enumerate(hosts))
-    latency = LatencyMatrix(names=names, latency=tuple(tuple(float(v) for v in row) for row in lat))
-    for threshold, groups in group_levels(lat):
+    latency = pair_matrix({k: p.median for k, p in zip(keys, m["pair_latency"].points, strict=True)}, hosts)
+    for threshold, groups in group_levels(np.asarray(latency.latency)):
         notes.append(f"latency level up to {threshold:.3g} s: groups {groups}")
 
     ps = plan.packet_sizes
