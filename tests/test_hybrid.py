@@ -18,7 +18,7 @@ from colltune.models import Unavailable
 from colltune.profiles.format import Provenance
 from colltune.tune import NATIVE, Tuner, build_table
 from colltune.tune.hybrid import HybridPricer
-from colltune.tune.select import NEAR_TIE, SURE_LEAD
+from colltune.tune.select import NEAR_TIE, SURE_LEAD, tune_collective
 
 
 @dataclass
@@ -989,3 +989,96 @@ def test_the_second_look_keeps_each_algorithms_fastest_choice_the_rules_own_incl
         assert [(c.algorithm, c.params, c.time) for c in t.samples[64].candidates[:2]] == [kept, (NATIVE, {}, 2.0)]
         assert all(t.pricer.calls.count(k) >= 2 for k in (("a", 1, 64), ("a", 2, 64), (NATIVE, 0, 64)))
         assert won == ("a", tuple(kept[1].items()))
+
+
+@dataclass
+class Recorder:
+    """A pricer from a table of prices by (name, x), the same at every count; records (procs, name, x)."""
+
+    prices: dict[tuple[str, int], float]
+    calls: list[tuple[int, str, int]] = field(default_factory=list)
+
+    def price(self, collective: str, algorithm: str, procs: int, size: int,
+              params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+        key = (algorithm, int(params.get("x", 0)))
+        if key not in self.prices:
+            raise Unavailable(f"{key} has no price")
+        self.calls.append((procs, *key))
+        return self.prices[key], dict(params)
+
+
+def test_below_the_full_count_only_what_the_full_counts_timings_showed_the_model_needs_is_timed() -> None:
+    """At the full count (the job's) every candidate predicted within the margin is timed; there
+    a(2), predicted 1.2 times the best, was the fastest timed, so at the count below the margin is
+    0.2: native, a(1) and a(2) are timed, b(1) (1.28) and c(1) (1.4) are not, and neither is the
+    library default b(2), timed at the full count whatever its prediction."""
+    predicted = {(NATIVE, 0): 10.0, ("a", 1): 5.0, ("a", 2): 6.0, ("b", 1): 6.4, ("b", 2): 20.0, ("c", 1): 7.0,
+                 ("c", 2): 200.0}
+    timer = Recorder({(NATIVE, 0): 9.0, ("a", 1): 6.0, ("a", 2): 4.0, ("b", 1): 8.0, ("b", 2): 30.0, ("c", 1): 9.5,
+                      ("c", 2): 50.0})
+    hybrid = HybridPricer(Recorder(predicted), timer, Space(), margin=0.5, full=8,
+                          always=lambda coll, name, params: (name, params["x"]) == ("b", 2))
+    blocks = tune_collective(hybrid, "bcast", [4, 8], 4, space=Space(), tolerance=0.05)
+    timed = {p: {(n, x) for q, n, x in timer.calls if q == p} for p in (4, 8)}
+    assert timed[8] == {(NATIVE, 0), ("a", 1), ("a", 2), ("b", 1), ("c", 1), ("b", 2)}
+    assert timed[4] == {(NATIVE, 0), ("a", 1), ("a", 2)}
+    assert all(hybrid.narrow_margin("bcast", s) == pytest.approx(0.2) for s in (0, 1, 3, 4, 100))
+    assert "below P = 8, margins by size: bcast 0.20 from 0 B" in hybrid.summary()
+    assert [(b.procs_min, b.procs_max, {r.algorithm for r in b.rules}) for b in blocks] == [(4, 8, {"a"})]
+    # the count below is decided quickly: on the sparse grid (0, 1, 4, ...), where 8 had every size
+    assert [[s.size for s in b.samples if s.procs == p] for b in blocks for p in (4, 8)] == [[0, 1, 4], [0, 1, 2, 4]]
+
+
+def test_below_the_full_count_its_fastest_is_timed_whatever_its_prediction() -> None:
+    """The model put c(1) far behind, but it was the fastest timed at the full count at 1 B (at
+    the census, where every candidate is timed): the margin below is then the whole margin there,
+    and c(1) is timed below too, though predicted beyond it."""
+    predicted = {(NATIVE, 0): 0.010, ("a", 1): 0.001, ("a", 2): 0.0012, ("b", 1): 0.0014, ("b", 2): 0.0045,
+                 ("c", 1): 0.004, ("c", 2): 0.005}
+    timer = Recorder({(NATIVE, 0): 0.003, ("a", 1): 0.002, ("a", 2): 0.002, ("b", 1): 0.002, ("b", 2): 0.002,
+                      ("c", 1): 0.0005, ("c", 2): 0.002})
+    hybrid = HybridPricer(Recorder(predicted), timer, Space(), margin=0.5, full=8)
+    tune_collective(hybrid, "bcast", [3, 8], 1, space=Space(), tolerance=0.05)
+    # at 0 B a(1) (the best prediction) was as fast as anything; at 1 B only c(1) was
+    assert (hybrid.narrow_margin("bcast", 0), hybrid.narrow_margin("bcast", 1)) == (0.0, 0.5)
+    assert {(n, x) for q, n, x in timer.calls if q == 3} == {(NATIVE, 0), ("a", 1), ("a", 2), ("b", 1), ("c", 1)}
+
+
+def test_below_the_full_count_a_candidate_predicted_exactly_as_one_before_it_is_not_timed() -> None:
+    """At P = 2 most broadcasts are one message: a(2) is predicted exactly a(1)'s time and b(1)
+    exactly native's, so only native and a(1) are timed there; at the full count all four are."""
+    predicted = {(NATIVE, 0): 6.0, ("a", 1): 5.0, ("a", 2): 5.0, ("b", 1): 6.0}
+    timer = Recorder({(NATIVE, 0): 9.0, ("a", 1): 6.0, ("a", 2): 6.0, ("b", 1): 8.0})
+    hybrid = HybridPricer(Recorder(predicted), timer, Space(("a", "b")), margin=0.5, full=8)
+    tune_collective(hybrid, "bcast", [2, 8], 2, space=Space(("a", "b")), tolerance=0.05)
+    assert {(n, x) for q, n, x in timer.calls if q == 8} == {(NATIVE, 0), ("a", 1), ("a", 2), ("b", 1)}
+    assert {(n, x) for q, n, x in timer.calls if q == 2} == {(NATIVE, 0), ("a", 1)}
+    assert hybrid.twin_of("bcast", 2, 2, ("a", (("x", 2),))) == ("a", (("x", 1),))
+    assert hybrid.twin_of("bcast", 2, 2, ("b", (("x", 1),))) == (NATIVE, ())
+
+
+def test_the_narrow_margin_is_the_whole_margin_where_the_best_prediction_is_zero() -> None:
+    """At 0 bytes a model may predict every candidate 0 s: no ratio to the best there, and any
+    margin keeps every candidate predicted 0 in the race."""
+    hybrid = HybridPricer(Recorder({(NATIVE, 0): 0.0, ("a", 1): 0.0, ("a", 2): 0.0}), Recorder(
+        {(NATIVE, 0): 2.0, ("a", 1): 1.0, ("a", 2): 3.0}), Space(("a",)), margin=0.5, full=4)
+    tune_collective(hybrid, "bcast", [2, 4], 0, space=Space(("a",)), tolerance=0.05)
+    assert hybrid.narrow_margin("bcast", 0) == 0.5
+
+
+def test_the_checks_of_a_tune_in_a_job_run_at_the_full_count_only() -> None:
+    """The in-order check and the fresh jobs time sequences of long calls: a count the hybrid
+    tuner narrows passes its rules unchecked."""
+    from colltune.tune.cli import _at_full_count
+    from colltune.tune.table import Rule
+
+    seen: list[int] = []
+
+    def check(collective, procs, rules, sizes, samples):  # type: ignore[no-untyped-def]
+        seen.append(procs)
+        return (Rule(size_min=0, size_max=None, algorithm=NATIVE),)
+
+    checked = _at_full_count(HybridPricer(Recorder({}), Recorder({}), Space(), full=8), check)
+    mine = (Rule(size_min=0, size_max=None, algorithm="a"),)
+    assert checked("bcast", 4, mine, [0], {}) == mine and seen == []
+    assert checked("bcast", 8, mine, [0], {})[0].algorithm == NATIVE and seen == [8]

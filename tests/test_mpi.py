@@ -417,3 +417,10 @@ def test_ranks_waiting_for_a_quiet_broadcast_get_the_value_and_sleep(procs: int)
     res = run_mpi("quiet_check.py", procs, timeout=120)
     assert res.returncode == 0, res.stderr[-3000:]
     assert f"quiet check passed: P={procs}, {4 * procs} broadcasts" in res.stdout
+
+
+@pytest.mark.parametrize("procs", (1, 3, 5))
+def test_a_tune_times_each_process_count_on_the_jobs_first_ranks_and_every_rank_gets_the_result(procs: int) -> None:
+    res = run_mpi("subcomms_check.py", procs, timeout=120)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert f"subcomms check passed: P={procs}" in res.stdout

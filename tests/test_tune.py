@@ -336,17 +336,27 @@ def test_measure_tunes_inside_the_job(tmp_path, procs):
     assert res.returncode == 0, res.stderr[-3000:]
     t = read_table(out)
     assert t.method == "measure" and t.provenance.procs == procs
-    assert [(b.procs_min, b.procs_max) for b in t.collectives["bcast"]] == [(procs, procs)]
-    assert all(c.time > 0 for s in t.collectives["bcast"][0].samples for c in s.candidates if s.size > 0)
+    # every count from 2 to the job's, each timed on that many ranks
+    blocks = t.collectives["bcast"]
+    assert [p for b in blocks for p in b.tuned_at] == list(range(2, procs + 1))
+    assert (blocks[0].procs_min, blocks[-1].procs_max) == (2, procs)
+    samples = [s for b in blocks for s in b.samples]
+    assert sorted({s.procs for s in samples}) == list(range(2, procs + 1))
+    assert all(c.time > 0 for s in samples for c in s.candidates if s.size > 0)
     assert (tmp_path / "m.mpich.json").exists()
 
 
 @needs_mpi
-def test_measure_refuses_procs(tmp_path):
+def test_measure_tunes_the_counts_asked_for_and_refuses_one_beyond_the_job(tmp_path):
+    out = tmp_path / "m.json"
+    res = run_bounded([MPIEXEC, "-n", "3", sys.executable, "-m", "colltune", "tune", "--method", "measure",
+                       "-c", "barrier", "--procs", "1,3", "-o", str(out)], 120, "tune --method measure --procs 1,3")
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert [p for b in read_table(out).collectives["barrier"] for p in b.tuned_at] == [1, 3]
     res = run_bounded([MPIEXEC, "-n", "2", sys.executable, "-m", "colltune", "tune", "--method", "measure",
-                       "--procs", "4", "-o", str(tmp_path / "m.json")], 120, "tune --method measure --procs")
-    assert res.returncode == 2 and res.stderr.count("drop --procs") == 1
-    assert not (tmp_path / "m.json").exists()
+                       "--procs", "2-4", "-o", str(tmp_path / "m4.json")], 120, "tune --method measure --procs 2-4")
+    assert res.returncode == 2 and res.stderr.count("--procs 3: the job has 2 processes") == 1
+    assert not (tmp_path / "m4.json").exists()
 
 
 def test_a_block_over_many_process_counts_exports_compactly_or_not_at_all():

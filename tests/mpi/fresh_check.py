@@ -61,7 +61,8 @@ measure.network_warmup = network_warmup
 forcer = MpichForcer(MPI.Get_library_version())
 other_tree = "knomial_1" if forcer.tree_type == "kary" else "kary"
 jobs = FreshJobs(comm, forcer, reps=3, warmup=1, network_warmup=0.2)
-times = jobs("bcast", [(1024, choice(NATIVE, {})), (2048, choice("tree", {"tree_type": other_tree, "k": 2})),
+spawned = max(1, procs - 1)  # a job for the rules of fewer processes than this one has
+times = jobs("bcast", spawned, [(1024, choice(NATIVE, {})), (2048, choice("tree", {"tree_type": other_tree, "k": 2})),
                        (4096, choice("scatter_ring_allgather", {}))])
 same_everywhere("the fresh job's times", times)
 if sorted(times) != [1024, 2048, 4096] or not math.isinf(times[2048]) or not all(
@@ -69,11 +70,11 @@ if sorted(times) != [1024, 2048, 4096] or not math.isinf(times[2048]) or not all
     raise AssertionError(f"fresh job times {times}: expected finite times at 1024 and 4096 B, inf at 2048 B "
                          f"(tree_type {other_tree} cannot be forced in a job of tree_type {forcer.tree_type})")
 same_everywhere("the spawned job's warm-up", jobs.warmed)
-if len(jobs.warmed) != 1 or (jobs.warmed[0] < 1) != (procs == 1):
+if len(jobs.warmed) != 1 or (jobs.warmed[0] < 1) != (spawned == 1):
     raise AssertionError(f"the spawned job warmed its network in {jobs.warmed} rounds at P = {procs}")
 same_everywhere("the spawned job's hosts", jobs.hosts)
-if jobs.hosts != [1]:
-    raise AssertionError(f"the spawned job ran on {jobs.hosts} hosts, not on this one")
+if jobs.hosts != [1] or jobs.sizes != [spawned]:
+    raise AssertionError(f"the spawned job ran {jobs.sizes} processes on {jobs.hosts} hosts, not {spawned} on this one")
 
 sizes = grid_sizes(8192)
 samples = {s: Sample(procs=procs, size=s, candidates=(Candidate(algorithm=NATIVE, time=1.0),

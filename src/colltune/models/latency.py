@@ -49,7 +49,7 @@ def _tree_formula(variant: TreeVariant) -> None:
     @formula("bcast", variant.name, "latency", f"{SOURCE}; {eq} without overheads")
     def cost(model: LatencyMatrix, c: Case) -> float:
         P = c.procs
-        if P != len(model.names):
+        if P > len(model.names):  # fewer ranks: the matrix's first P, as in colltune.sim's latency network
             raise Unavailable(f"the latency matrix has {len(model.names)} ranks; P = {P}")
         tree = variant.shape(P, **{k: c.params[k] for k in shape_params})
         children = {(rel + c.root) % P: [(k + c.root) % P for k in kids] for rel, kids in enumerate(tree.children)}

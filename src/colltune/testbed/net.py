@@ -362,7 +362,8 @@ def mpiexec_command(name: str, command: list[str], procs: int | None = None, mpi
                     launcher: str | None = None, placement: str = "block") -> tuple[list[str], dict[str, str]]:
     """The command line and environment that run ``command`` on testbed ``name``: its ranks per
     host (the topology's) on each host, or ``procs`` ranks, placed by ``placement`` (``block``:
-    rank r on host r // K; ``round-robin``: on host r mod N); TCP on the shaped network (``eth0``)
+    rank r on host r // K; ``round-robin``: on host r mod N; the launcher is given only the hosts
+    the ranks run on); TCP on the shaped network (``eth0``)
     between hosts, shared memory between the ranks of one host, the launcher reaching the hosts
     over the control links: mpich's hydra, or Open MPI's mpirun (PRRTE), whose ssh is the
     testbed's launch script.  The hosts share this machine's cores, which Open MPI cannot see
@@ -380,6 +381,10 @@ def mpiexec_command(name: str, command: list[str], procs: int | None = None, mpi
     script = str(STATE_ROOT / name / "launch.sh")
     n = str(procs or len(hosts) * per_host)
     block = placement == "block"
+    # only the hosts the ranks run on: hydra places the processes a job spawns
+    # (colltune.tune.spawn) round-robin over every host it was given, and one spawned onto a host
+    # without a rank of the job failed there ("unable to write data to proxy")
+    hosts = hosts[:min(len(hosts), -(-int(n) // per_host) if block else int(n))]
     if mpi == "mpich":
         cmd = [binary, "-launcher", "ssh", "-launcher-exec", script, "-iface", f"{_prefix(name)}c",
                "-hosts", ",".join(hosts), "-ppn", str(per_host if block else 1), "-n", n, *command]

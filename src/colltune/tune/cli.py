@@ -7,11 +7,12 @@ the C client under MPICH or Open MPI with and without the exported file
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -67,6 +68,7 @@ from colltune.tune.library_bench import (
 )
 from colltune.tune.promises import Promises, flag
 from colltune.tune.select import RegistrySpace, RulesCheck, chain, space_on
+from colltune.tune.table import Rule, Sample
 from colltune.tune.targets import TARGETS
 from colltune.tune.warmup import NETWORK_WARMUP
 from colltune.units import parse_bytes, parse_int_list, parse_size_list
@@ -123,7 +125,8 @@ def promise_options(command: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--collective", "-c", "collectives", multiple=True, type=click.Choice(["all", *COLLECTIVES]),
               default=("all",), show_default=True, help="Collective(s) to tune; repeatable.")
 @click.option("--procs", "-p", default=None,
-              help=f"Process counts to tune at, e.g. 2-16,32 [default: {DEFAULT_TUNE_PROCS}; measure: the job's].")
+              help=f"Process counts to tune at, e.g. 2-16,32 [default: {DEFAULT_TUNE_PROCS}; under mpiexec (measure, "
+                   f"hybrid): every count from 2 to the job's, each timed on the job's first ranks].")
 @click.option("--max-size", default=None, help="Largest block size, units allowed [default: 4MiB; measure: 1MiB].")
 @click.option("--reps", default=10, show_default=True, type=click.IntRange(min=1),
               help="Timed repetitions per candidate and size (--method measure).")
@@ -238,13 +241,14 @@ def _warm(comm: Any, say: Callable[[str], None], notes: list[str]) -> float:
     return seconds
 
 
-def _checks(comm: Any, target: str, timer: Any, reps: int, warmup: int, say: Callable[[str], None],
+def _checks(comm: Any, target: str, timer: Any, forcer: Any, reps: int, warmup: int, say: Callable[[str], None],
             notes: list[str], network_warmup: float) -> RulesCheck:
     """The last looks at each collective's rules in the job: under MPICH, the fresh-job check
     (:mod:`colltune.tune.fresh`; jobs spawned from this one, each warming its network for
     ``network_warmup`` seconds first), then the in-order check (:mod:`colltune.tune.sequence`).  The
     fresh-job check is MPICH's only: colltune models no other library's own choice, and Open MPI's
-    long calls showed no such regimes (docs/tune.md); it needs a launcher that can spawn
+    long calls showed no such regimes (docs/tune.md); ``forcer`` forces the algorithms in its jobs,
+    each of as many processes as the rules are for; it needs a launcher that can spawn
     (:func:`colltune.mpi_library.can_spawn`: not srun)."""
     from colltune.tune.fresh import fresh_hook
     from colltune.tune.measure import SETTLE_CALL
@@ -261,7 +265,7 @@ def _checks(comm: Any, target: str, timer: Any, reps: int, warmup: int, say: Cal
         say(line)
         notes.append(line)
         return in_order
-    fresh = fresh_hook(FreshJobs(comm, timer.forcer, reps, warmup, network_warmup=network_warmup), SETTLE_CALL,
+    fresh = fresh_hook(FreshJobs(comm, forcer, reps, warmup, network_warmup=network_warmup), SETTLE_CALL,
                        MEASURE_TOLERANCE,
                        lambda *args: runs_by_itself(target, *args), say, notes)
     return chain(fresh, in_order)
@@ -269,21 +273,19 @@ def _checks(comm: Any, target: str, timer: Any, reps: int, warmup: int, say: Cal
 
 def _tune_measure(colls: list[str], procs: str | None, max_size: str | None, reps: int, warmup: int, output: str,
                   files: dict[str, str | None], target: str, promises: Promises) -> DecisionTable | None:
-    """Tune by timing every candidate in this MPI job (``target`` ``mpich``: MPICH's own, forced);
-    the table on rank 0, None on the others."""
+    """Tune by timing every candidate in this MPI job (``target`` ``mpich``: MPICH's own, forced), at
+    each process count of ``procs`` on the job's first ranks (:mod:`colltune.tune.subcomms`); the
+    table on rank 0, None on the others."""
     from mpi4py import MPI
 
     from colltune.tune.forcing import forcer_for
-    from colltune.tune.measure import LibraryTimer, MeasurePricer
     from colltune.tune.targets import LibrarySpace
 
     comm = MPI.COMM_WORLD
     me, size = comm.Get_rank(), comm.Get_size()
     say = progress_lines(me)
-    with mpi_job(comm, _outputs(output, files)) as fail:
-        if procs is not None and parse_int_list(procs, "--procs", smallest=1) != [size]:
-            fail(f"--method measure tunes at the job's {size} processes; --procs {procs} differs (run mpiexec -n P, "
-                 f"or drop --procs)")
+    with mpi_job(comm, _outputs(output, files)):
+        procs_list = _job_procs(procs, size)
         largest = parse_bytes("1MiB" if max_size is None else max_size)
         library = MPI.Get_library_version().strip()
         provenance = Provenance(source=f"colltune tune --method measure (reps {reps}, warm-up {warmup})"
@@ -294,40 +296,66 @@ def _tune_measure(colls: list[str], procs: str | None, max_size: str | None, rep
         forcer = forcer_for(target, library) if target != "colltune" else None
         notes: list[str] = []
         warm = _warm(comm, say, notes)
-        try:
-            pricer: Any = MeasurePricer(comm, reps, warmup) if forcer is None else LibraryTimer(comm, forcer, reps,
-                                                                                                 warmup)
-            table = build_table(pricer, "measure", colls, [size], largest, provenance,
-                                native="the MPI library's own collective, timed", resolution=MEASURE_RESOLUTION,
-                                tolerance=MEASURE_TOLERANCE, library=target, promises=promises,
-                                space=_job_space(comm, size) if forcer is None else LibrarySpace(target, promises),
-                                check=_checks(comm, target, pricer, reps, warmup, say, notes, warm), say=say)
-        finally:
-            if forcer is not None:
-                forcer.close()
+        with _sub_timers(comm, procs_list, forcer, reps, warmup) as pricer:
+            try:
+                table = build_table(pricer, "measure", colls, procs_list, largest, provenance,
+                                    native="the MPI library's own collective, timed", resolution=MEASURE_RESOLUTION,
+                                    tolerance=MEASURE_TOLERANCE, library=target, promises=promises,
+                                    space=(_job_space(comm, procs_list) if forcer is None else
+                                           LibrarySpace(target, promises)),
+                                    check=_checks(comm, target, pricer, forcer, reps, warmup, say, notes, warm),
+                                    say=say)
+            finally:
+                if forcer is not None:
+                    forcer.close()
         table = table.model_copy(update={"provenance": provenance.model_copy(update={"notes": tuple(notes)})})
     return table if me == 0 else None
+
+
+def _job_procs(procs: str | None, size: int) -> list[int]:
+    """The process counts a tune in this job of ``size`` ranks decides for: those of ``procs``
+    (``--procs``), each at most ``size``, else every count from 2 to ``size``
+    (:func:`colltune.tune.subcomms.default_procs`)."""
+    from colltune.tune.subcomms import default_procs, job_procs
+
+    return default_procs(size) if procs is None else job_procs(parse_int_list(procs, "--procs", smallest=1), size)
+
+
+@contextlib.contextmanager
+def _sub_timers(comm: Any, procs_list: list[int], forcer: Any, reps: int, warmup: int) -> Iterator[Any]:
+    """The timer of a tune in this job: colltune's algorithms (``forcer`` None) or the library's
+    own, forced, on the communicator of the job's first ranks for each count of ``procs_list``
+    (:class:`colltune.tune.subcomms.OnSubComms`); the communicators are freed afterwards."""
+    from colltune.tune.measure import LibraryTimer, MeasurePricer
+    from colltune.tune.subcomms import OnSubComms, SubComms
+
+    subs = SubComms(comm, procs_list)
+    results = comm.Dup()
+    try:
+        yield OnSubComms(subs, (lambda on: MeasurePricer(on, reps, warmup)) if forcer is None else
+                         (lambda on: LibraryTimer(on, forcer, reps, warmup)), results)
+    finally:
+        results.Free()
+        subs.free()
 
 
 def _tune_hybrid(colls: list[str], procs: str | None, max_size: str | None, reps: int, warmup: int, output: str,
                  files: dict[str, str | None], target: str, profile_spec: str | None, model: str | None,
                  margin: float, promises: Promises) -> DecisionTable | None:
     """Tune in this MPI job by simulating every candidate and timing the contenders (see
-    :mod:`colltune.tune.hybrid`); the table on rank 0, None on the others."""
+    :mod:`colltune.tune.hybrid`), at each process count of ``procs`` on the job's first ranks
+    (:mod:`colltune.tune.subcomms`); the table on rank 0, None on the others."""
     from mpi4py import MPI
 
     from colltune.runtime.quiet import quiet_bcast
     from colltune.tune.forcing import forcer_for
-    from colltune.tune.measure import LibraryTimer, MeasurePricer
     from colltune.tune.targets import LibraryPricer, LibrarySpace
 
     comm = MPI.COMM_WORLD
     me, size = comm.Get_rank(), comm.Get_size()
     say = progress_lines(me)
-    with mpi_job(comm, _outputs(output, files)) as fail:
-        if procs is not None and parse_int_list(procs, "--procs", smallest=1) != [size]:
-            fail(f"--method hybrid tunes at the job's {size} processes; --procs {procs} differs (run mpiexec -n P, "
-                 f"or drop --procs)")
+    with mpi_job(comm, _outputs(output, files)):
+        procs_list = _job_procs(procs, size)
         largest = parse_bytes("1MiB" if max_size is None else max_size)
         profile = _job_profile(comm, profile_spec, say)
         predictor, name = _pricer(profile, "simulate", model)
@@ -337,27 +365,31 @@ def _tune_hybrid(colls: list[str], procs: str | None, max_size: str | None, reps
         warm = _warm(comm, say, notes)
         verdicts = comm.Dup()
         try:
-            if forcer is not None:
-                space: Any = LibrarySpace(target, promises)
-                timer: Any = LibraryTimer(comm, forcer, reps, warmup)
-                predictor = LibraryPricer(predictor, target)
-            else:
-                space, timer = space_on(profile.topology, [size]), MeasurePricer(comm, reps, warmup)
-            hybrid = HybridPricer(predictor, timer, space, margin, progress=say,
-                                  share=lambda value: quiet_bcast(verdicts, value, poll=SHARE_POLL), leader=me == 0,
-                                  always=space.library_default if forcer is not None else None)
-            say(f"hybrid: {', '.join(colls)} at P = {size}, sizes up to {largest} B, predicted by {name} on "
-                f"{profile.name}, timing those within {1 + margin:g} x the best prediction ({reps} runs each)")
-            provenance = Provenance(
-                source=f"colltune tune --method hybrid --model {name} --margin {margin:g} (reps {reps}, warm-up "
-                       f"{warmup})" + _flags(target, promises),
-                date=datetime.now(timezone.utc).isoformat(timespec="seconds"), colltune_version=__version__,
-                mpi_library=library, hosts=tuple(comm.allgather(MPI.Get_processor_name())), procs=size)
-            table = build_table(hybrid, "hybrid", colls, [size], largest, provenance, model=name,
-                                profile=profile.name, native="the MPI library's own collective, timed",
-                                resolution=MEASURE_RESOLUTION, library=target, space=space,
-                                tolerance=MEASURE_TOLERANCE, promises=promises,
-                                check=_checks(comm, target, timer, reps, warmup, say, notes, warm), say=say)
+            with _sub_timers(comm, procs_list, forcer, reps, warmup) as timer:
+                if forcer is not None:
+                    space: Any = LibrarySpace(target, promises)
+                    predictor = LibraryPricer(predictor, target)
+                else:
+                    space = space_on(profile.topology, procs_list)
+                hybrid = HybridPricer(predictor, timer, space, margin, progress=say,
+                                      share=lambda value: quiet_bcast(verdicts, value, poll=SHARE_POLL),
+                                      leader=me == 0, always=space.library_default if forcer is not None else None,
+                                      full=max(procs_list), tolerance=MEASURE_TOLERANCE)
+                say(f"hybrid: {', '.join(colls)} at P = {_counts(procs_list)}, sizes up to {largest} B, predicted by "
+                    f"{name} on {profile.name}, timing those within {1 + margin:g} x the best prediction ({reps} runs "
+                    f"each)")
+                provenance = Provenance(
+                    source=f"colltune tune --method hybrid --model {name} --margin {margin:g} (reps {reps}, warm-up "
+                           f"{warmup})" + _flags(target, promises),
+                    date=datetime.now(timezone.utc).isoformat(timespec="seconds"), colltune_version=__version__,
+                    mpi_library=library, hosts=tuple(comm.allgather(MPI.Get_processor_name())), procs=size)
+                table = build_table(hybrid, "hybrid", colls, procs_list, largest, provenance, model=name,
+                                    profile=profile.name, native="the MPI library's own collective, timed",
+                                    resolution=MEASURE_RESOLUTION, library=target, space=space,
+                                    tolerance=MEASURE_TOLERANCE, promises=promises,
+                                    check=_at_full_count(hybrid, _checks(comm, target, timer, forcer, reps, warmup,
+                                                                         say, notes, warm)),
+                                    say=say)
         finally:
             verdicts.Free()
             if forcer is not None:
@@ -368,13 +400,29 @@ def _tune_hybrid(colls: list[str], procs: str | None, max_size: str | None, reps
     return table if me == 0 else None
 
 
-def _job_space(comm: Any, size: int) -> RegistrySpace:
-    """colltune's algorithms to time in this job of ``size`` ranks: the hierarchical ones too where
-    it runs on several hosts and some has several ranks (collective)."""
+def _at_full_count(hybrid: HybridPricer, check: RulesCheck) -> RulesCheck:
+    """``check`` at the count the hybrid tuner decides in full; at the counts it narrows
+    (:meth:`HybridPricer.narrowed`) the rules pass unchecked: the in-order check and the fresh
+    jobs time whole sequences of long calls, as much as the quick decision itself."""
+    def checked(collective: str, procs: int, rules: tuple[Rule, ...], sizes: Sequence[int],
+                samples: Mapping[int, Sample]) -> tuple[Rule, ...]:
+        return rules if hybrid.narrowed(procs) else check(collective, procs, rules, sizes, samples)
+    return checked
+
+
+def _counts(procs_list: list[int]) -> str:
+    """``2-8`` or ``2, 4, 8``: the process counts of a tune, for its progress lines."""
+    whole = procs_list == list(range(procs_list[0], procs_list[-1] + 1))
+    return f"{procs_list[0]}-{procs_list[-1]}" if whole and len(procs_list) > 2 else ", ".join(map(str, procs_list))
+
+
+def _job_space(comm: Any, procs_list: list[int]) -> RegistrySpace:
+    """colltune's algorithms to time in this job at the counts of ``procs_list``: the hierarchical
+    ones too at a count whose first ranks run on several hosts and share one (collective)."""
     from colltune.runtime.hosts import host_labels
 
-    hosts = len(set(host_labels(comm)))
-    return RegistrySpace(frozenset({size}) if 1 < hosts < size else frozenset())
+    labels = host_labels(comm)
+    return RegistrySpace(frozenset(p for p in procs_list if 1 < len(set(labels[:p])) < p))
 
 
 def _job_profile(comm: Any, spec: str | None, say: Callable[[str], None]) -> Profile:

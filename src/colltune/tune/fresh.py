@@ -53,9 +53,9 @@ from colltune.tune.select import SURE_LEAD, Choice, RulesCheck, choice, label
 from colltune.tune.sequence import NATIVE_CHOICE, rule_choice
 from colltune.tune.table import NATIVE, Rule, Sample
 
-#: ``run(collective, [(size, choice), ...])``: seconds per call at each size, the sizes run in the
-#: given order in a fresh job (inf where the job cannot run the choice).
-FreshRun = Callable[[str, Sequence[tuple[int, Choice]]], dict[int, float]]
+#: ``run(collective, procs, [(size, choice), ...])``: seconds per call at each size, the sizes run in
+#: the given order in a fresh job of ``procs`` processes (inf where the job cannot run the choice).
+FreshRun = Callable[[str, int, Sequence[tuple[int, Choice]]], dict[int, float]]
 #: ``same(collective, procs, size, choice)``: True if ``choice`` is what the library runs by
 #: itself at ``size`` bytes on ``procs`` ranks (timing the two in fresh jobs would time one thing).
 SameAsNative = Callable[[str, int, int, Choice], bool]
@@ -194,7 +194,7 @@ def check_fresh(run: FreshRun, collective: str, procs: int, rules: tuple[Rule, .
                  for name, pick in (("holders", lambda c: c.holder), ("challengers", lambda c: c.challenger))}
     passes: list[dict[str, dict[int, float]]] = []
     for attempt, order in enumerate((("holders", "challengers"), ("challengers", "holders")), 1):
-        timed = {name: run(collective, sequences[name]) for name in order}
+        timed = {name: run(collective, procs, sequences[name]) for name in order}
         passes.append(timed)
         say(f"fresh jobs: {collective} (pass {attempt}): " + ", ".join(
             f"{c.size} B {c.challenger[0]} {timed['challengers'][c.size] * 1e3:.3g} ms against {c.holder[0]}'s "

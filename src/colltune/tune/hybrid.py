@@ -27,6 +27,23 @@ challenger is otherwise timed once per size.  So is a long call timed more than
 :data:`LONG_JUMP` times what its time at the previous sampled size would be if it grew with the
 size.
 
+At the process counts below the one tuned in full (``full``: the job's, which the tuner decides
+first, :func:`colltune.tune.select.tune_collective`), the race is narrowed to what that count's
+timings showed the model needs: a candidate is timed there if predicted within the collective's
+*narrow margin* of the best prediction at that size, or if it was the fastest timed at the full
+count at the same size or at the previous sampled size of this count; ``native`` always is, and
+there is no census and no ``always``; nor is a candidate predicted exactly the time of one before
+it (``native`` first, then the space's order: :meth:`HybridPricer.twin_of`).  The narrow margin at
+a size is the smallest that would have found, at that size of the full count, a candidate timed
+within the tuner's tolerance of the fastest timed there (its prediction over the best prediction,
+less one; ``native`` at none), at most the margin.  It is taken size by size because a model's
+errors depend on the regime (latency-bound short calls, bandwidth-bound long ones): where the model
+ranks the candidates as the timings do, a count below is timed at little more than ``native`` and
+the predicted best, and where it did not, as widely as its errors were.  The tuner decides such a
+count quickly too (:func:`colltune.tune.select.narrowed`): on the sparse grid (0, 1, 4, 16, ...)
+and without second looks.  A tune of every count from 2 to 8 in one job would otherwise time each
+count as fully as the job's: about 300 to 600 timings of the broadcast alone at each.
+
 The margin is the guard against the model's error: a candidate is pruned only if it would have to
 be mispredicted by more than the margin, relative to the best one, to win.  Its default,
 :data:`HYBRID_MARGIN`, is about twice the median relative error that the fidelity benchmark
@@ -114,9 +131,17 @@ class HybridPricer:
     #: How many times its time at the previous sampled size, scaled by the sizes, a long call's
     #: timing may be before it is timed again (:data:`LONG_JUMP`).
     long_jump: float = LONG_JUMP
+    #: The process count tuned in full (the job's); the others are narrowed (:meth:`narrow_margin`).
+    #: None: every count in full.
+    full: int | None = None
+    #: The fraction within which a timing is as good as the fastest (the tuner's: the narrow margin
+    #: need only find one such candidate at each size).
+    tolerance: float = 0.0
     timed: int = 0
     pruned: int = 0
     unforceable: int = 0
+    #: Each collective's narrow margins by sampled size of the full count, once asked for (:meth:`narrow_margin`).
+    _narrow: dict[str, dict[int, float]] = field(default_factory=dict)
     _best: dict[tuple[str, int, int], float] = field(default_factory=dict)
     #: Every prediction asked for, by (collective, procs, size, choice): seconds, or why there is none.
     _predicted: dict[tuple[str, int, int, Choice], float | str] = field(default_factory=dict)
@@ -179,8 +204,11 @@ class HybridPricer:
         the same run Open MPI's pipelined broadcast with 2 KiB segments, which won 4 KiB, was
         refused at 3072, 3584 and 3840 bytes, so the scatter-allgather broadcast, which won 2 KiB,
         kept every size below 4 KiB."""
-        if algorithm == NATIVE or (self.always is not None and self.always(collective, algorithm, params) and
-                                   not self.timed_far_behind(collective, algorithm, procs, size, params)):
+        if algorithm == NATIVE:
+            return True
+        narrowed = self.narrowed(procs)
+        if not narrowed and self.always is not None and self.always(collective, algorithm, params) and \
+                not self.timed_far_behind(collective, algorithm, procs, size, params):
             return True
         me = choice(algorithm, params)
         if me in self._measured.get((collective, procs, size), {}) or me in self._after(collective, procs, size):
@@ -189,6 +217,12 @@ class HybridPricer:
             predicted = self.predicted(collective, algorithm, procs, size, params)
         except Unavailable:
             return False
+        if narrowed:
+            if self.twin_of(collective, procs, size, me) is not None:
+                return False
+            return self.near_before(collective, algorithm, procs, size, params, 0.0) or \
+                me == self.fastest_in_full(collective, size) or \
+                predicted <= (1 + self.narrow_margin(collective, size)) * self.best_predicted(collective, procs, size)
         if self.census_at(collective, procs, size):
             return True
         best = self.best_predicted(collective, procs, size)
@@ -196,6 +230,87 @@ class HybridPricer:
             return True
         return predicted <= (1 + self.margin) ** 2 * best and (
             predicted <= self.cheap or self.near_before(collective, algorithm, procs, size, params, self.margin))
+
+    def narrowed(self, procs: int) -> bool:
+        """True at a count below the full one (:attr:`full`): the race is narrowed there, and the
+        tuner decides it quickly (:func:`colltune.tune.select.narrowed`)."""
+        return self.full is not None and procs != self.full
+
+    def twin_of(self, collective: str, procs: int, size: int, me: Choice) -> Choice | None:
+        """The first candidate before ``me`` in the space's order (``native`` first) predicted
+        exactly ``me``'s time at ``(procs, size)``, or None.  Equal simulated times mean the same
+        messages at the same moments, almost always the same schedule (at P = 2 most broadcasts
+        are one message, a tree of any radix the binomial one), and the tuner learns nothing from
+        timing a second of them."""
+        mine = self._predicted.get((collective, procs, size, me))
+        if not isinstance(mine, float):
+            return None
+        for name in [NATIVE, *self.space.names(collective)]:
+            for params in [{}] if name == NATIVE else self.space.combos(collective, name, procs, size):
+                other = choice(name, params)
+                if other == me:
+                    return None
+                if self._predicted.get((collective, procs, size, other)) == mine:
+                    return other
+        return None
+
+    def fastest_in_full(self, collective: str, size: int) -> Choice | None:
+        """The fastest candidate timed at the full count (:attr:`full`) at the largest sampled size
+        there at most ``size`` (None before any)."""
+        assert self.full is not None
+        below = max((s for s in self._sampled(collective, self.full) if s <= size), default=None)
+        if below is None:
+            return None
+        times = self._measured[(collective, self.full, below)]
+        return min(times, key=times.__getitem__)
+
+    def narrow_margin(self, collective: str, size: int) -> float:
+        """The margin of ``collective`` at ``size`` bytes at the counts below the full one (see the
+        module docstring): at the largest sampled size of the full count at most ``size``, the
+        smallest margin that would have found a candidate timed within :attr:`tolerance` of the
+        fastest timed there (``native``, timed whatever its prediction, at no margin; one that
+        cannot be predicted at the whole margin), at most :attr:`margin`; the whole margin below
+        the first sampled size and where the best prediction is 0.  Fixed once asked for: the
+        tuner decides the full count first."""
+        if collective not in self._narrow:
+            self._narrow[collective] = self._needed(collective)
+            if self.progress is not None:
+                self.progress(f"{collective} below P = {self.full}: timing those predicted within the margin the "
+                              f"timings at P = {self.full} needed at each size: {self._margins(collective)}")
+        needed = self._narrow[collective]
+        below = max((s for s in needed if s <= size), default=None)
+        return self.margin if below is None else needed[below]
+
+    def _needed(self, collective: str) -> dict[int, float]:
+        """At each sampled size of the full count, the narrow margin (:meth:`narrow_margin`)."""
+        assert self.full is not None
+        out = {}
+        for size in sorted(self._sampled(collective, self.full)):
+            best = self.best_predicted(collective, self.full, size)
+            if best <= 0:  # every candidate predicted 0 is within any margin of it
+                out[size] = self.margin
+                continue
+            needed = []  # (the margin that times it, its time)
+            for (name, params), t in self._measured[(collective, self.full, size)].items():
+                try:
+                    mine = 0.0 if name == NATIVE else \
+                        self.predicted(collective, name, self.full, size, dict(params)) / best - 1
+                except Unavailable:
+                    mine = math.inf
+                needed.append((mine, t))
+            fastest = min(t for _, t in needed)
+            # at least 0: a candidate timed there from the size below may lie outside the space at this
+            # size (a segment size) and be predicted below its best
+            out[size] = min(self.margin, max(0.0, min(m for m, t in needed if t <= (1 + self.tolerance) * fastest)))
+        return out
+
+    def _margins(self, collective: str) -> str:
+        """The narrow margins of ``collective`` by size, compactly (``0.00 from 0 B, 0.31 from 4096 B``)."""
+        runs: list[tuple[int, float]] = []
+        for size, m in sorted(self._narrow[collective].items()):
+            if not runs or round(runs[-1][1], 2) != round(m, 2):
+                runs.append((size, m))
+        return ", ".join(f"{m:.2f} from {s} B" for s, m in runs)
 
     def census_at(self, collective: str, procs: int, size: int) -> bool:
         """True if ``size`` is a power of :attr:`census` (1, 16, 256, 4096 bytes, ...) at which
@@ -303,8 +418,10 @@ class HybridPricer:
         return float(getattr(self.timer, "mean_call", 0.0))
 
     def summary(self) -> str:
-        """The counts, for the table's provenance."""
+        """The counts, and the narrow margins, for the table's provenance."""
+        narrow = (f"; below P = {self.full}, margins by size: {'; '.join(f'{c} {self._margins(c)}' for c in self._narrow)}"
+                  if self._narrow else "")
         return (f"hybrid: {self.timed} timings; {self.pruned} candidates not timed (predicted beyond "
                 f"{1 + self.margin:g} x the best, and beyond {(1 + self.margin) ** 2:g} x or neither cheap nor timed "
-                f"near the best before), {self.unforceable} that cannot be forced in the job")
+                f"near the best before), {self.unforceable} that cannot be forced in the job{narrow}")
 

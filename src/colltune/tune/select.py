@@ -231,6 +231,9 @@ class Tuner:
     #: ``say(line)`` hears of each size where a rule goes on within the tolerance, or its choice is
     #: timed again (:meth:`winner`).
     say: Callable[[str], None] | None = None
+    #: A quick decision (at a count the pricer narrows, :func:`narrowed`): no second look
+    #: (:meth:`_second_look`) where a call is short.
+    quick: bool = False
     #: With it, the prices are predictions: a sample's first candidate is, among those predicted
     #: faster than ``native`` and within :data:`colltune.tune.ties.PREDICTED_TIE` of the fastest,
     #: the one with the fewest peers (:func:`colltune.tune.ties.fewest_peers_first`); ``native``
@@ -326,7 +329,7 @@ class Tuner:
             return choice(NATIVE, {})
         settles = self._settles(size)
         held = self._held(size) if self.tolerance else None
-        if self.tolerance and (self._short(size) or not settles and self._settle_known()):
+        if self.tolerance and not self.quick and (self._short(size) or not settles and self._settle_known()):
             s = self._second_look(size, held)
         native = next(c for c in s.candidates if c.algorithm == NATIVE).time
         best, fastest = choice(s.candidates[0].algorithm, s.candidates[0].params), s.candidates[0].time
@@ -664,26 +667,43 @@ def chain(*checks: RulesCheck) -> RulesCheck:
     return check
 
 
+def narrowed(pricer: Pricer, procs: int) -> bool:
+    """True if ``pricer`` narrows the race at ``procs`` processes (the hybrid tuner below the job's
+    count: :meth:`colltune.tune.hybrid.HybridPricer.narrowed`): the tuner then samples the sparse
+    grid (:func:`sparse_grid`) and makes no second looks, a quick decision at a count whose
+    neighbour was decided in full."""
+    return bool(getattr(pricer, "narrowed", lambda _: False)(procs))
+
+
+def sparse_grid(sizes: Sequence[int]) -> list[int]:
+    """Of the grid ``sizes``: 0, the powers of four (1, 4, 16, ...) and the largest.  Between two
+    of them a crossover is still bisected (:meth:`Tuner._refine`), at a timing or two more."""
+    return [s for s in sizes if s == 0 or s == sizes[-1] or (s & (s - 1) == 0 and s.bit_length() % 2 == 1)]
+
+
 def tune_collective(pricer: Pricer, collective: str, procs_list: Iterable[int], max_size: int,
                     resolution: float = 0.0, progress: Callable[[], None] | None = None,
                     space: Space = REGISTRY_SPACE, tolerance: float = 0.0,
                     check: RulesCheck | None = None, say: Callable[[str], None] | None = None,
                     peers: PeerCount | None = None) -> tuple[Block, ...]:
-    """The blocks of one collective: rules at each process count of ``procs_list`` for sizes
-    0 .. ``max_size`` bytes (a barrier has size 0 only), choosing among ``space``, each passed
+    """The blocks of one collective: rules at each process count of ``procs_list`` (decided from the
+    largest down) for sizes 0 .. ``max_size`` bytes (a barrier has size 0 only), choosing among ``space``, each passed
     through ``check`` if given; ``say`` hears where a rule goes on (:attr:`Tuner.say`); with
     ``peers``, the prices are predictions whose near-ties go to fewer peers (:attr:`Tuner.peers`)."""
-    sizes = [0] if get_collective(collective).synchronizes else grid_sizes(max_size)
+    grid = [0] if get_collective(collective).synchronizes else grid_sizes(max_size)
     per_procs = []
-    for procs in sorted(set(procs_list)):
-        t = Tuner(pricer, collective, procs, resolution, space, tolerance, say=say, peers=peers)
+    # the largest count first: the hybrid tuner narrows the race below it by what its timings showed
+    for procs in sorted(set(procs_list), reverse=True):
+        quick = narrowed(pricer, procs)
+        sizes = sparse_grid(grid) if quick else grid
+        t = Tuner(pricer, collective, procs, resolution, space, tolerance, say=say, peers=peers, quick=quick)
         rules = t.rules(sizes)
         if check is not None:
             rules = check(collective, procs, rules, sizes, t.samples)
         per_procs.append((procs, rules, tuple(t.samples[s] for s in sorted(t.samples))))
         if progress is not None:
             progress()
-    return _blocks(per_procs)
+    return _blocks(sorted(per_procs, key=lambda entry: entry[0]))
 
 
 def build_table(pricer: Pricer, method: Method, collectives: Iterable[str], procs_list: Sequence[int],

@@ -3,11 +3,15 @@
 :class:`FreshJobs` is the ``run`` of :func:`colltune.tune.fresh.check_fresh`: every rank of the
 tuning job calls it with the same arguments; rank 0 alone spawns as many processes as the job has
 (``MPI_Comm_spawn`` of ``python -m mpi4py -m colltune.tune.spawn`` on ``MPI_COMM_SELF``, placed
-by the launcher as it placed the job: one per host on the testbed), which warm their network as
-the tuning job did (``network_warmup`` seconds, :func:`colltune.tune.timing.warm_network`), then
-force each algorithm of the sequence in turn and time it as the tuning job's
+by the launcher as it placed the job: one per host on the testbed).  The first ``procs`` of them,
+as many as the rules are for (:mod:`colltune.tune.subcomms`), warm their network as the tuning
+job did (``network_warmup`` seconds, :func:`colltune.tune.timing.warm_network`), then force each
+algorithm of the sequence in turn and time it as the tuning job's
 :class:`colltune.tune.measure.LibraryTimer` does (:func:`colltune.tune.timing.time_forced`), then
-send the times back to rank 0, which shares them.  The tuning job's forcer decides which control
+send the times back to rank 0, which shares them; the other spawned processes wait asleep.  Every
+job has the tuning job's size because hydra (MPICH's launcher) places a spawned job's processes
+round-robin over the hosts, continuing where the last job stopped, and on the testbed a run of
+smaller spawned jobs ended in a corrupted heap after three or four of them.  The tuning job's forcer decides which control
 variables force each algorithm; the spawned job only writes them
 (:class:`colltune.tune.mpit.ControlVariables`), so that it imports mpi4py, numpy and little of
 colltune (the whole package takes about twice as long to import).  While the spawned job starts and
@@ -48,7 +52,7 @@ class Forcer(Protocol):
 @dataclass
 class FreshJobs:
     """Times sequences of the library's algorithms, forced as ``forcer`` forces them in the tuning
-    job, in jobs spawned from ``comm``, as many processes as ``comm`` has; the timing parameters are
+    job, in jobs spawned from ``comm`` (rank 0 spawns them); the timing parameters are
     :class:`colltune.tune.measure.LibraryTimer`'s."""
 
     comm: MPI.Comm
@@ -66,10 +70,13 @@ class FreshJobs:
     warmed: list[int] = field(default_factory=list)
     #: How many hosts (processor names) the processes of each spawned job ran on, in order.
     hosts: list[int] = field(default_factory=list)
+    #: How many processes each spawned job had, in order.
+    sizes: list[int] = field(default_factory=list)
 
-    def __call__(self, collective: str, sequence: Sequence[tuple[int, Choice]]) -> dict[int, float]:
-        """Seconds per call of each ``(size, choice)`` of ``sequence``, timed in that order in one
-        fresh job, by size (inf where the job could not force the choice)."""
+    def __call__(self, collective: str, procs: int, sequence: Sequence[tuple[int, Choice]]) -> dict[int, float]:
+        """Seconds per call of each ``(size, choice)`` of ``sequence``, timed in that order on the
+        first ``procs`` processes of one fresh job, by size (inf where the job could not force the
+        choice)."""
         me = self.comm.Get_rank()
         result: dict[str, Any] | None = None
         if me == 0:
@@ -80,7 +87,7 @@ class FreshJobs:
             else:
                 work = {"collective": collective, "fresh_communicator": self.forcer.fresh_communicator,
                         "reps": self.reps, "warmup": self.warmup, "budget": self.budget, "fill": self.fill,
-                        "rest": self.rest, "network_warmup": self.network_warmup, "runs": runs}
+                        "rest": self.rest, "network_warmup": self.network_warmup, "runs": runs, "procs": procs}
                 result = _run_job(work, self.comm.Get_size())
                 result.get("times", {}).update(dict.fromkeys(unforced, float("inf")))
         sleep_until(self.comm.Ibarrier())
@@ -90,6 +97,7 @@ class FreshJobs:
         self.jobs += 1
         self.warmed.append(int(result["warmed"]))
         self.hosts.append(int(result["hosts"]))
+        self.sizes.append(int(result["procs"]))
         return {int(size): float(t) for size, t in result["times"].items()}
 
     def _runs(self, collective: str, sequence: Sequence[tuple[int, Choice]]
@@ -107,7 +115,7 @@ class FreshJobs:
 
 def _run_job(work: dict[str, Any], procs: int) -> dict[str, Any]:
     """Spawn a job of ``procs`` processes from this rank alone, send it ``work`` and wait asleep
-    for its answer: ``{"times", "warmed", "hosts"}``, or ``{"error"}`` if it cannot be spawned."""
+    for its answer: ``{"times", "warmed", "hosts", "procs"}``, or ``{"error"}`` if it cannot be spawned."""
     try:
         inter = MPI.COMM_SELF.Spawn(sys.executable, ["-m", "mpi4py", "-m", __name__], maxprocs=procs)
     except MPI.Exception as exc:
@@ -121,22 +129,29 @@ def _run_job(work: dict[str, Any], procs: int) -> dict[str, Any]:
 
 
 def _child(parent: MPI.Intercomm) -> None:
-    """The spawned job: warm the network, time the parent's runs (each a size and the control
-    variables that force the choice there), send the times and the warm-up's rounds from rank 0."""
+    """The spawned job: on its first ``procs`` processes (the work's), warm the network, time the
+    parent's runs (each a size and the control variables that force the choice there), send the
+    times, the warm-up's rounds, their hosts and their number from rank 0; the other processes
+    wait asleep."""
     comm = MPI.COMM_WORLD
     work = parent.bcast(None, root=0)
-    variables = ControlVariables(work["fresh_communicator"])
-    out: dict[int, float] = {}
-    warmed = warm_network(comm, work["network_warmup"])
-    try:
-        for size, settings in work["runs"]:
-            out[size] = time_forced(comm, variables, settings, work["collective"], size, work["reps"], work["warmup"],
-                                    work["budget"], work["fill"], work["rest"]).price
-    finally:
-        variables.close()
-    hosts = len(set(comm.allgather(MPI.Get_processor_name())))
-    if comm.Get_rank() == 0:
-        parent.send({"times": out, "warmed": warmed, "hosts": hosts}, dest=0)
+    me = comm.Get_rank()
+    on = comm.Split(0 if me < work["procs"] else MPI.UNDEFINED, me)
+    if on != MPI.COMM_NULL:
+        variables = ControlVariables(work["fresh_communicator"])
+        out: dict[int, float] = {}
+        warmed = warm_network(on, work["network_warmup"])
+        try:
+            for size, settings in work["runs"]:
+                out[size] = time_forced(on, variables, settings, work["collective"], size, work["reps"],
+                                        work["warmup"], work["budget"], work["fill"], work["rest"]).price
+        finally:
+            variables.close()
+        hosts = len(set(on.allgather(MPI.Get_processor_name())))
+        if me == 0:
+            parent.send({"times": out, "warmed": warmed, "hosts": hosts, "procs": on.Get_size()}, dest=0)
+        on.Free()
+    sleep_until(comm.Ibarrier())
     parent.Disconnect()
 
 
