@@ -288,20 +288,21 @@ def write_counts_results(args: argparse.Namespace, report: dict, counts: list[in
 
     headline = [Headline(figure=f"tune --library {args.library} --procs {report['procs']}, hybrid, probe included",
                          value=f"{report['tune_hybrid_s']:.0f} s", target=f"{target_seconds(counts):.0f} s")]
-    rows = []
+    rows, gains, below_counts = [], [], []
     for procs in benched:
         key = "hybrid" if procs == args.hosts else f"hybrid-p{procs}"
         if key not in report:
             continue
         cells = report[key]
         overall = math.exp(statistics.fmean(math.log(row["geomean"]) for row in cells.values()))
-        below = sum(row["below_0.95"] for row in cells.values())
-        sizes = sum(row["sizes"] for row in cells.values())
-        headline.append(Headline(figure=f"P = {procs}: the defaults / with the exported file, geometric mean; sizes "
-                                        f"below 0.95", value=f"{overall:.2f}x; {below} of {sizes}",
-                                 target="1.10x; 0"))
+        gains.append(f"{overall:.2f}x")
+        below_counts.append(f"{sum(row['below_0.95'] for row in cells.values())} of "
+                            f"{sum(row['sizes'] for row in cells.values())}")
         rows += [(procs, coll, round(row["geomean"], 3), round(row["worst"], 3), row["worst_size"],
                   f"{row['below_0.95']} of {row['sizes']}") for coll, row in cells.items()]
+    headline.append(Headline(figure=f"P = {' / '.join(map(str, benched))}: the defaults / with the exported file, "
+                                    f"geometric mean; sizes below 0.95",
+                             value=f"{' / '.join(gains)}; {' / '.join(below_counts)}", target="1.10x; 0"))
     table = Table(columns=("P", "collective", "geometric mean", "worst", "worst size (B)", "sizes below 0.95"),
                   rows=tuple(rows))
     path = save(__file__, args.results,

@@ -992,19 +992,17 @@ def test_the_second_look_keeps_each_algorithms_fastest_choice_the_rules_own_incl
 
 
 @dataclass
-class Recorder:
-    """A pricer from a table of prices by (name, x), the same at every count; records (procs, name, x)."""
+class Recorder(Table):
+    """A :class:`Table` (the same prices at every count) that also records each priced call's
+    (procs, name, x)."""
 
-    prices: dict[tuple[str, int], float]
-    calls: list[tuple[int, str, int]] = field(default_factory=list)
+    at: list[tuple[int, str, int]] = field(default_factory=list)
 
     def price(self, collective: str, algorithm: str, procs: int, size: int,
               params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
-        key = (algorithm, int(params.get("x", 0)))
-        if key not in self.prices:
-            raise Unavailable(f"{key} has no price")
-        self.calls.append((procs, *key))
-        return self.prices[key], dict(params)
+        out = super().price(collective, algorithm, procs, size, params)
+        self.at.append((procs, algorithm, int(params.get("x", 0))))
+        return out
 
 
 def test_below_the_full_count_only_what_the_full_counts_timings_showed_the_model_needs_is_timed() -> None:
@@ -1019,7 +1017,7 @@ def test_below_the_full_count_only_what_the_full_counts_timings_showed_the_model
     hybrid = HybridPricer(Recorder(predicted), timer, Space(), margin=0.5, full=8,
                           always=lambda coll, name, params: (name, params["x"]) == ("b", 2))
     blocks = tune_collective(hybrid, "bcast", [4, 8], 4, space=Space(), tolerance=0.05)
-    timed = {p: {(n, x) for q, n, x in timer.calls if q == p} for p in (4, 8)}
+    timed = {p: {(n, x) for q, n, x in timer.at if q == p} for p in (4, 8)}
     assert timed[8] == {(NATIVE, 0), ("a", 1), ("a", 2), ("b", 1), ("c", 1), ("b", 2)}
     assert timed[4] == {(NATIVE, 0), ("a", 1), ("a", 2)}
     assert all(hybrid.narrow_margin("bcast", s) == pytest.approx(0.2) for s in (0, 1, 3, 4, 100))
@@ -1041,7 +1039,7 @@ def test_below_the_full_count_its_fastest_is_timed_whatever_its_prediction() -> 
     tune_collective(hybrid, "bcast", [3, 8], 1, space=Space(), tolerance=0.05)
     # at 0 B a(1) (the best prediction) was as fast as anything; at 1 B only c(1) was
     assert (hybrid.narrow_margin("bcast", 0), hybrid.narrow_margin("bcast", 1)) == (0.0, 0.5)
-    assert {(n, x) for q, n, x in timer.calls if q == 3} == {(NATIVE, 0), ("a", 1), ("a", 2), ("b", 1), ("c", 1)}
+    assert {(n, x) for q, n, x in timer.at if q == 3} == {(NATIVE, 0), ("a", 1), ("a", 2), ("b", 1), ("c", 1)}
 
 
 def test_below_the_full_count_a_candidate_predicted_exactly_as_one_before_it_is_not_timed() -> None:
@@ -1051,8 +1049,8 @@ def test_below_the_full_count_a_candidate_predicted_exactly_as_one_before_it_is_
     timer = Recorder({(NATIVE, 0): 9.0, ("a", 1): 6.0, ("a", 2): 6.0, ("b", 1): 8.0})
     hybrid = HybridPricer(Recorder(predicted), timer, Space(("a", "b")), margin=0.5, full=8)
     tune_collective(hybrid, "bcast", [2, 8], 2, space=Space(("a", "b")), tolerance=0.05)
-    assert {(n, x) for q, n, x in timer.calls if q == 8} == {(NATIVE, 0), ("a", 1), ("a", 2), ("b", 1)}
-    assert {(n, x) for q, n, x in timer.calls if q == 2} == {(NATIVE, 0), ("a", 1)}
+    assert {(n, x) for q, n, x in timer.at if q == 8} == {(NATIVE, 0), ("a", 1), ("a", 2), ("b", 1)}
+    assert {(n, x) for q, n, x in timer.at if q == 2} == {(NATIVE, 0), ("a", 1)}
     assert hybrid.twin_of("bcast", 2, 2, ("a", (("x", 2),))) == ("a", (("x", 1),))
     assert hybrid.twin_of("bcast", 2, 2, ("b", (("x", 1),))) == (NATIVE, ())
 

@@ -419,8 +419,8 @@ class HybridPricer:
 
     def summary(self) -> str:
         """The counts, and the narrow margins, for the table's provenance."""
-        narrow = (f"; below P = {self.full}, margins by size: {'; '.join(f'{c} {self._margins(c)}' for c in self._narrow)}"
-                  if self._narrow else "")
+        margins = "; ".join(f"{c} {self._margins(c)}" for c in self._narrow)
+        narrow = f"; below P = {self.full}, margins by size: {margins}" if self._narrow else ""
         return (f"hybrid: {self.timed} timings; {self.pruned} candidates not timed (predicted beyond "
                 f"{1 + self.margin:g} x the best, and beyond {(1 + self.margin) ** 2:g} x or neither cheap nor timed "
                 f"near the best before), {self.unforceable} that cannot be forced in the job{narrow}")

@@ -11,8 +11,8 @@ algorithm of the sequence in turn and time it as the tuning job's
 send the times back to rank 0, which shares them; the other spawned processes wait asleep.  Every
 job has the tuning job's size because hydra (MPICH's launcher) places a spawned job's processes
 round-robin over the hosts, continuing where the last job stopped, and on the testbed a run of
-smaller spawned jobs ended in a corrupted heap after three or four of them.  The tuning job's forcer decides which control
-variables force each algorithm; the spawned job only writes them
+smaller spawned jobs ended in a corrupted heap after three or four of them.  The tuning job's
+forcer decides which control variables force each algorithm; the spawned job only writes them
 (:class:`colltune.tune.mpit.ControlVariables`), so that it imports mpi4py, numpy and little of
 colltune (the whole package takes about twice as long to import).  While the spawned job starts and
 runs, the tuning job's ranks sleep in short steps rather than wait in MPI, which would spin on the
