@@ -399,3 +399,13 @@ def test_the_tuner_prices_hierarchical_algorithms_on_the_profiles_hosts():
     table = build_table(pricer, "simulate", ["bcast"], [8], 1 << 19,
                         Provenance(source="tests"), space=space)
     assert table.lookup("bcast", 8, 1 << 19)[0] == "hierarchical"
+
+
+def test_a_tune_in_a_job_decides_for_every_count_to_16_then_at_the_offline_defaults_spacing():
+    from colltune.tune.cli import DEFAULT_TUNE_PROCS
+    from colltune.tune.subcomms import default_procs
+    from colltune.units import parse_int_list
+
+    assert default_procs(1) == [1] and default_procs(2) == [2] and default_procs(8) == list(range(2, 9))
+    assert default_procs(64) == parse_int_list(DEFAULT_TUNE_PROCS, "--procs")  # the offline default's counts
+    assert default_procs(20) == [*range(2, 17), 20] and default_procs(100)[-4:] == [48, 64, 96, 100]

@@ -126,7 +126,7 @@ def promise_options(command: Callable[..., Any]) -> Callable[..., Any]:
               default=("all",), show_default=True, help="Collective(s) to tune; repeatable.")
 @click.option("--procs", "-p", default=None,
               help=f"Process counts to tune at, e.g. 2-16,32 [default: {DEFAULT_TUNE_PROCS}; under mpiexec (measure, "
-                   f"hybrid): every count from 2 to the job's, each timed on the job's first ranks].")
+                   f"hybrid): the same spacing up to the job's P, and P, each timed on the job's first ranks].")
 @click.option("--max-size", default=None, help="Largest block size, units allowed [default: 4MiB; measure: 1MiB].")
 @click.option("--reps", default=10, show_default=True, type=click.IntRange(min=1),
               help="Timed repetitions per candidate and size (--method measure).")
@@ -314,8 +314,7 @@ def _tune_measure(colls: list[str], procs: str | None, max_size: str | None, rep
 
 def _job_procs(procs: str | None, size: int) -> list[int]:
     """The process counts a tune in this job of ``size`` ranks decides for: those of ``procs``
-    (``--procs``), each at most ``size``, else every count from 2 to ``size``
-    (:func:`colltune.tune.subcomms.default_procs`)."""
+    (``--procs``), each at most ``size``, else :func:`colltune.tune.subcomms.default_procs`."""
     from colltune.tune.subcomms import default_procs, job_procs
 
     return default_procs(size) if procs is None else job_procs(parse_int_list(procs, "--procs", smallest=1), size)

@@ -2,7 +2,8 @@
 
 A program calls collectives on communicators of many sizes (the rows of a process grid, the ranks
 of a node, a solver's subgroup), so ``colltune tune`` under mpiexec decides for every process
-count of ``--procs`` (by default every count from 2 to the job's P) in the one job.  The
+count of ``--procs`` in the one job: by default every count from 2 to 16, then the powers of two
+and the counts half-way between them, and the job's P (:func:`default_procs`).  The
 ``p``-process timings run on a communicator of the job's first ``p`` ranks
 (:class:`SubComms`), placed as those ranks are (on the testbed, rank r on host r // K); the
 other ranks wait asleep for the result (:func:`colltune.runtime.quiet.quiet_bcast`), so they
@@ -46,10 +47,23 @@ def job_procs(procs: Iterable[int], size: int) -> list[int]:
     return counts
 
 
+#: Without ``--procs``, a tune in a job decides for every count up to this one, then for the powers
+#: of two and the counts half-way between them (24, 32, 48, 64, 96, ...): the spacing of the offline
+#: default (``2-16,24,32,48,64``).  A rule holds up to the next tuned count, and above 16 the
+#: algorithms' steps change with the powers of two, not with each count.
+EVERY_COUNT_UP_TO = 16
+
+
 def default_procs(size: int) -> list[int]:
     """The process counts a tune in a job of ``size`` ranks decides for without ``--procs``: every
-    count from 2 to ``size`` (just 1 in a job of one rank)."""
-    return list(range(2, size + 1)) or [1]
+    count from 2 to :data:`EVERY_COUNT_UP_TO`, then the powers of two and the counts half-way
+    between them, each below ``size``, and ``size`` itself (just 1 in a job of one rank)."""
+    counts = {c for c in range(2, min(size, EVERY_COUNT_UP_TO) + 1)}
+    power = EVERY_COUNT_UP_TO
+    while power < size:
+        counts |= {c for c in (power + power // 2, 2 * power) if c < size}
+        power *= 2
+    return sorted(counts | {size}) if size > 1 else [1]
 
 
 @dataclass
@@ -140,4 +154,4 @@ class OnSubComms:
         return outcome
 
 
-__all__ = ["SUB_POLL", "OnSubComms", "SubComms", "default_procs", "job_procs"]
+__all__ = ["EVERY_COUNT_UP_TO", "SUB_POLL", "OnSubComms", "SubComms", "default_procs", "job_procs"]
