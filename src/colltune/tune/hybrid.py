@@ -41,8 +41,8 @@ errors depend on the regime (latency-bound short calls, bandwidth-bound long one
 ranks the candidates as the timings do, a count below is timed at little more than ``native`` and
 the predicted best, and where it did not, as widely as its errors were.  The tuner decides such a
 count quickly too (:func:`colltune.tune.select.narrowed`): on the sparse grid (0, 1, 4, 16, ...)
-and without second looks.  A tune of every count from 2 to 8 in one job would otherwise time each
-count as fully as the job's: about 300 to 600 timings of the broadcast alone at each.
+and without second looks.  Timed as fully as the job's, each count below would cost about as much
+as the job's own.
 
 The margin is the guard against the model's error: a candidate is pruned only if it would have to
 be mispredicted by more than the margin, relative to the best one, to win.  Its default,

@@ -77,17 +77,18 @@ def network_warmup(comm: MPI.Comm) -> float:
 
 
 def _at_job_size(comm: MPI.Comm, procs: int) -> None:
-    """Raise :class:`Unavailable` unless ``procs`` is the size of ``comm``: a measurement can only
-    be made at the job's P."""
+    """Raise :class:`Unavailable` unless ``procs`` is the size of ``comm``: a measurement is made on
+    a communicator of that size (a tune's smaller counts on their own: :mod:`colltune.tune.subcomms`)."""
     if procs != comm.Get_size():
-        raise Unavailable(f"a measurement runs at the job's {comm.Get_size()} processes, not {procs}")
+        raise Unavailable(f"a measurement runs at its communicator's {comm.Get_size()} processes, not {procs}")
 
 
 @dataclass
 class MeasurePricer:
     """Prices by timing each candidate in the running job (the tuner's ``--method measure``).
 
-    ``procs`` must be the communicator's size: a measurement can only be made at the job's P.
+    ``procs`` must be the communicator's size (:class:`colltune.tune.subcomms.OnSubComms` gives
+    each count its own).
     """
 
     comm: MPI.Comm

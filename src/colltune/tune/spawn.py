@@ -10,8 +10,8 @@ algorithm of the sequence in turn and time it as the tuning job's
 :class:`colltune.tune.measure.LibraryTimer` does (:func:`colltune.tune.timing.time_forced`), then
 send the times back to rank 0, which shares them; the other spawned processes wait asleep.  Every
 job has the tuning job's size because hydra (MPICH's launcher) places a spawned job's processes
-round-robin over the hosts, continuing where the last job stopped, and on the testbed a run of
-smaller spawned jobs ended in a corrupted heap after three or four of them.  The tuning job's
+round-robin over the hosts, continuing where the last job stopped, and repeated spawns of fewer
+processes than the job have crashed it (a corrupted heap, under its ssh launcher).  The tuning job's
 forcer decides which control variables force each algorithm; the spawned job only writes them
 (:class:`colltune.tune.mpit.ControlVariables`), so that it imports mpi4py, numpy and little of
 colltune (the whole package takes about twice as long to import).  While the spawned job starts and
