@@ -55,7 +55,7 @@ against.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -158,15 +158,20 @@ class HybridPricer:
         key = (collective, procs, size)
         if key not in self._best:
             best = math.inf
-            for name in [NATIVE, *self.space.names(collective)]:
-                combos = [{}] if name == NATIVE else self.space.combos(collective, name, procs, size)
-                for params in combos:
-                    try:
-                        best = min(best, self.predicted(collective, name, procs, size, params))
-                    except Unavailable:
-                        continue
+            for name, params in self._candidates(collective, procs, size):
+                try:
+                    best = min(best, self.predicted(collective, name, procs, size, params))
+                except Unavailable:
+                    continue
             self._best[key] = best
         return self._best[key]
+
+    def _candidates(self, collective: str, procs: int, size: int) -> Iterator[tuple[str, dict[str, Any]]]:
+        """``native``, then every candidate of the space at ``(procs, size)`` in its order: (name, params)."""
+        yield NATIVE, {}
+        for name in self.space.names(collective):
+            for params in self.space.combos(collective, name, procs, size):
+                yield name, params
 
     def predicted(self, collective: str, algorithm: str, procs: int, size: int, params: dict[str, Any]) -> float:
         """``predictor``'s time of the candidate (seconds), remembered: :meth:`best_predicted` and
@@ -245,13 +250,12 @@ class HybridPricer:
         mine = self._predicted.get((collective, procs, size, me))
         if not isinstance(mine, float):
             return None
-        for name in [NATIVE, *self.space.names(collective)]:
-            for params in [{}] if name == NATIVE else self.space.combos(collective, name, procs, size):
-                other = choice(name, params)
-                if other == me:
-                    return None
-                if self._predicted.get((collective, procs, size, other)) == mine:
-                    return other
+        for name, params in self._candidates(collective, procs, size):
+            other = choice(name, params)
+            if other == me:
+                return None
+            if self._predicted.get((collective, procs, size, other)) == mine:
+                return other
         return None
 
     def fastest_in_full(self, collective: str, size: int) -> Choice | None:
