@@ -18,7 +18,7 @@ from colltune.models import Unavailable
 from colltune.profiles.format import Provenance
 from colltune.tune import NATIVE, Tuner, build_table
 from colltune.tune.hybrid import HybridPricer
-from colltune.tune.select import NEAR_TIE, SURE_LEAD, tune_collective
+from colltune.tune.select import NEAR_TIE, SURE_LEAD, grid_sizes, sparse_grid, tune_collective
 
 
 @dataclass
@@ -1025,6 +1025,18 @@ def test_below_the_full_count_only_what_the_full_counts_timings_showed_the_model
     assert [(b.procs_min, b.procs_max, {r.algorithm for r in b.rules}) for b in blocks] == [(4, 8, {"a"})]
     # the count below is decided quickly: on the sparse grid (0, 1, 4, ...), where 8 had every size
     assert [[s.size for s in b.samples if s.procs == p] for b in blocks for p in (4, 8)] == [[0, 1, 4], [0, 1, 2, 4]]
+
+
+@pytest.mark.parametrize(("largest", "top"), [(512 * 1024, [65536, 524288]), (1 << 20, [65536, 262144, 1 << 20]),
+                                            (4 << 20, [262144, 1 << 20, 4 << 20]), (4, [1, 4]), (1, [1]), (0, [])])
+def test_the_sparse_grid_is_the_powers_of_four_to_a_quarter_of_the_largest_then_the_largest(largest: int,
+                                                                                           top: list[int]) -> None:
+    grid = grid_sizes(largest)
+    sparse = sparse_grid(grid)
+    assert sparse[0] == 0 and sparse[-len(top):] == top if top else sparse == [0]
+    powers = [s for s in sparse if 0 < s < largest]
+    assert all(s & (s - 1) == 0 and s.bit_length() % 2 == 1 and 4 * s <= largest for s in powers)
+    assert len(powers) == len([k for k in range(0, 64, 2) if 4 << k <= largest])
 
 
 def test_below_the_full_count_its_fastest_is_timed_whatever_its_prediction() -> None:

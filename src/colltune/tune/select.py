@@ -676,9 +676,15 @@ def narrowed(pricer: Pricer, procs: int) -> bool:
 
 
 def sparse_grid(sizes: Sequence[int]) -> list[int]:
-    """Of the grid ``sizes``: 0, the powers of four (1, 4, 16, ...) and the largest.  Between two
-    of them a crossover is still bisected (:meth:`Tuner._refine`), at a timing or two more."""
-    return [s for s in sizes if s == 0 or s == sizes[-1] or (s & (s - 1) == 0 and s.bit_length() % 2 == 1)]
+    """Of the grid ``sizes``: 0, the powers of four (1, 4, 16, ...) up to a quarter of the largest,
+    and the largest.  Between two of them a crossover is still bisected (:meth:`Tuner._refine`), at a
+    timing or two more.  Why not the power of four just below the largest (256 KiB below 512 KiB):
+    there a timing costs the most (calls of tens of milliseconds, bound by the network's bandwidth,
+    where the time grows linearly with the size), and it is within a factor of four of the largest,
+    so it adds a sample only where the largest and the size below it disagree, which the bisection
+    then finds anyway."""
+    top = sizes[-1]
+    return [s for s in sizes if s == 0 or s == top or (s & (s - 1) == 0 and s.bit_length() % 2 == 1 and 4 * s <= top)]
 
 
 def tune_collective(pricer: Pricer, collective: str, procs_list: Iterable[int], max_size: int,
