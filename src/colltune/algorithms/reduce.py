@@ -17,6 +17,9 @@ takes one more hop to the root, as MPICH does.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
 
 from colltune.algorithms.bcast import DEFAULT_SEGMENT, tree_bcast
 from colltune.algorithms.chunks import segments
@@ -24,7 +27,8 @@ from colltune.algorithms.registry import Param, register
 from colltune.algorithms.tags import TAG_DATA
 from colltune.algorithms.trees import Tree, binomial_tree
 from colltune.collectives import Problem
-from colltune.schedule import Buf, Region, ScheduleBuilder
+from colltune.schedule import Buf, Kind, Region, ScheduleBuilder
+from colltune.schedule.ir import REDUCTION_DTYPES, REDUCTION_OPS
 
 SEGMENT_SIZE = Param("segment_size", int, DEFAULT_SEGMENT,
                      "bytes per segment, rounded down to whole elements (at least one)", minimum=1, unit="bytes")
@@ -418,50 +422,142 @@ def _allreduce_ring(b: ScheduleBuilder, problem: Problem, segment_size: int) -> 
     2(P-1) steps; Hockney cost 2(P-1) alpha + 2 (P-1)/P m beta + (P-1)/P m gamma, bandwidth-optimal.
     A rank combines and forwards segment k as soon as it arrives.  Pieces are combined in ring order,
     so the operation must be commutative.
+
+    Each rank posts, in order: the copy of its vector into RECV; the receives of piece r-1 (into
+    the first half of SCRATCH) and the sends of piece r; at each reduce-scatter step, segment by
+    segment, the combination of the piece that arrived, its forwarding and the receive of the next
+    piece (into the other half of SCRATCH); then, once all of that has completed (a fence), at each
+    allgather step the receives of one piece into RECV and the sends of the piece that arrived the
+    step before, each segment's send once its receive has completed.  Built from arrays
+    (:meth:`~colltune.schedule.ScheduleBuilder.bulk`), not one op at a time: with 2 P (P-1) messages
+    per segment of a piece it is the largest allreduce schedule.
     """
     P, n, item = problem.procs, problem.size, problem.itemsize
     if n == 0:
         return
-    red = _Reducer(b, problem)
-    bounds = element_bounds(n, item, P)
+    bounds = np.array(element_bounds(n, item, P), dtype=np.int64)
+    ring = _Ring(bounds, max(item, segment_size - segment_size % item))
+    ops = _OpList()
+    ranks = np.arange(P, dtype=np.int64)
+    ops.add(ranks, (0, 0, 0, 0), Kind.COPY, -1, Buf.RECV, 0, n, Buf.SEND, 0)
+    if P > 1:
+        most = int(ring.length.max())
+        for r in range(P):
+            b.need_scratch(r, 2 * most)
+        left, right = (ranks - 1) % P, (ranks + 1) % P
+        # the receives of piece r-1 and the sends of piece r
+        e, k, inside, ln = ring.segments(left)
+        first = ops.add(ranks[e], (1, 0, k, 0), Kind.RECV, left[e], Buf.SCRATCH, inside, ln)
+        incoming = ring.slots(P)
+        incoming[ranks[e], 0, k] = first
+        e, k, inside, ln = ring.segments(ranks)
+        ops.add(ranks[e], (2, 0, k, 0), Kind.SEND, right[e], Buf.RECV, ring.bounds[ranks[e]] + inside, ln)
+        # reduce-scatter steps, one (rank, step) pair per rank and step: each step's receives first,
+        # so that the combinations can name them
+        rank, step = np.repeat(ranks, P - 1), np.tile(np.arange(P - 1, dtype=np.int64), P)
+        now, nxt = (rank - step - 1) % P, (rank - step - 2) % P
+        go = np.flatnonzero(step < P - 2)
+        e, k, inside, ln = ring.segments(nxt[go])
+        r, s = rank[go][e], step[go][e]
+        incoming[r, s + 1, k] = ops.add(r, (3, s, k, 2), Kind.RECV, left[r], Buf.SCRATCH,
+                                        ((s + 1) % 2) * most + inside, ln)
+        e, k, inside, ln = ring.segments(now)
+        r, s, at = rank[e], step[e], ring.bounds[now[e]] + inside
+        combined = ops.add(r, (3, s, k, 0), Kind.REDUCE, -1, Buf.RECV, at, ln, Buf.SCRATCH, (s % 2) * most + inside)
+        ops.after(combined, incoming[r, s, k])
+        on = s < P - 2
+        ops.add(r[on], (3, s[on], k[on], 1), Kind.SEND, right[r[on]], Buf.RECV, at[on], ln[on])
+        # allgather steps: the receives of piece r-s, then the sends of piece r+1-s
+        e, k, inside, ln = ring.segments((rank - step) % P)
+        r, s = rank[e], step[e]
+        arrived = ring.slots(P)
+        arrived[r, s, k] = ops.add(r, (4, s, 0, k), Kind.RECV, left[r], Buf.RECV,
+                                   ring.bounds[(r - s) % P] + inside, ln)
+        e, k, inside, ln = ring.segments((rank + 1 - step) % P)
+        r, s = rank[e], step[e]
+        sent = ops.add(r, (4, s, 1, k), Kind.SEND, right[r], Buf.RECV, ring.bounds[(r + 1 - s) % P] + inside, ln)
+        later = s > 0
+        ops.after(sent[later], arrived[r[later], s[later] - 1, k[later]])
+    ops.build(b, problem, fence_before=4)
 
-    def segs(block: int) -> list[Region]:
-        lo = bounds[block]
-        return [Region(Buf.RECV, lo + o, ln) for o, ln in element_segments(bounds[block + 1] - lo, item, segment_size)]
 
-    most = max(bounds[i + 1] - bounds[i] for i in range(P))
-    for r in range(P):
-        b.copy(r, Region(Buf.SEND, 0, n), Region(Buf.RECV, 0, n))
-        if P == 1:
-            continue
-        b.need_scratch(r, 2 * most)
-        left, right = (r - 1) % P, (r + 1) % P
+class _Ring:
+    """The pieces of a ring allreduce: ``bounds`` (bytes, one piece per rank) cut into segments of
+    ``step`` bytes."""
 
-        def temp(step: int, seg: Region, block: int) -> Region:
-            return Region(Buf.SCRATCH, (step % 2) * most + seg.offset - bounds[block], seg.length)
+    def __init__(self, bounds: np.ndarray, step: int):
+        self.bounds = bounds
+        self.length = np.diff(bounds)
+        self.step = step
+        self.count = -(-self.length // step)
 
-        incoming = [[b.recv(r, left, temp(0, s, (r - 1) % P), TAG_DATA) for s in segs((r - 1) % P)]]
-        for s in segs(r):
-            b.send(r, right, s, TAG_DATA)
-        for step in range(P - 1):
-            now, nxt = (r - step - 1) % P, (r - step - 2) % P
-            now_segs, next_segs = segs(now), segs(nxt) if step + 1 < P - 1 else []
-            incoming.append([])
-            for k in range(max(len(now_segs), len(next_segs))):
-                if k < len(now_segs):
-                    red(r, temp(step, now_segs[k], now), now_segs[k], requires=[incoming[step][k]])
-                    if step + 1 < P - 1:
-                        b.send(r, right, now_segs[k], TAG_DATA)
-                if k < len(next_segs):
-                    incoming[step + 1].append(b.recv(r, left, temp(step + 1, next_segs[k], nxt), TAG_DATA))
-        b.fence(r)
-        arrived: list[int] = []
-        for step in range(P - 1):
-            send_block, recv_block = (r + 1 - step) % P, (r - step) % P
-            got = [b.recv(r, left, s, TAG_DATA) for s in segs(recv_block)]
-            for k, s in enumerate(segs(send_block)):
-                b.send(r, right, s, TAG_DATA, requires=arrived[k:k + 1])
-            arrived = got
+    def segments(self, pieces: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The segments of each entry of ``pieces``: for each segment, the index of its entry, its
+        number within the piece, its offset within the piece and its length (bytes)."""
+        counts = self.count[pieces]
+        entry = np.repeat(np.arange(len(pieces)), counts)
+        k = np.arange(len(entry)) - (np.cumsum(counts) - counts)[entry]
+        inside = k * self.step
+        return entry, k, inside, np.minimum(self.step, self.length[pieces[entry]] - inside)
+
+    def slots(self, procs: int) -> np.ndarray:
+        """An op id per (rank, step, segment), -1 for none."""
+        return np.full((procs, max(procs - 1, 1), int(self.count.max())), -1, dtype=np.int64)
+
+
+class _OpList:
+    """Ops gathered in any order, each with a key (phase, step, a, b) that gives its place among its
+    rank's ops, and dependencies between them; :meth:`build` adds them to a builder in one piece."""
+
+    def __init__(self) -> None:
+        self._cols: dict[str, list[np.ndarray]] = {}
+        self._n = 0
+        self._deps: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def add(self, rank: np.ndarray, key: tuple, kind: Kind, peer: Any, buf: Buf, offset: Any, length: Any,
+            src_buf: Any = -1, src_offset: Any = 0) -> np.ndarray:
+        """Ops of ``kind`` on ``rank`` (one each), the other fields arrays or scalars; return their ids."""
+        m = len(rank)
+        phase, step, a, b = key
+        for name, value in (("rank", rank), ("phase", phase), ("step", step), ("a", a), ("b", b), ("kind", kind),
+                            ("peer", peer), ("buf", buf), ("offset", offset), ("length", length),
+                            ("src_buf", src_buf), ("src_offset", src_offset)):
+            self._cols.setdefault(name, []).append(np.broadcast_to(np.asarray(value, dtype=np.int64), (m,)))
+        ids = np.arange(self._n, self._n + m, dtype=np.int64)
+        self._n += m
+        return ids
+
+    def after(self, ops: np.ndarray, on: np.ndarray) -> None:
+        """Each op of ``ops`` requires the op of ``on`` beside it (none where it is -1) to complete."""
+        keep = on >= 0
+        self._deps.append((ops[keep], on[keep]))
+
+    def build(self, b: ScheduleBuilder, problem: Problem, fence_before: int) -> None:
+        """Add the ops to ``b``, each rank's in the order of their keys; the first op of each rank in
+        phase ``fence_before`` or later requires every op of that rank before it (a fence)."""
+        c = {name: np.concatenate(parts) for name, parts in self._cols.items()}
+        order = np.lexsort((c["b"], c["a"], c["step"], c["phase"], c["rank"]))
+        place = np.empty(len(order), dtype=np.int64)
+        place[order] = np.arange(len(order))
+        kind, rank = c["kind"][order], c["rank"][order]
+        reduces, messages = kind == Kind.REDUCE, (kind == Kind.SEND) | (kind == Kind.RECV)
+        ids = b.bulk(kind, rank, peer=c["peer"][order], tag=np.where(messages, TAG_DATA, 0), buf=c["buf"][order],
+                     offset=c["offset"][order], length=c["length"][order], src_buf=c["src_buf"][order],
+                     src_offset=c["src_offset"][order],
+                     redop=np.where(reduces, REDUCTION_OPS.index(str(problem.op)), -1),
+                     dtype=np.where(reduces, REDUCTION_DTYPES.index(str(problem.dtype)), -1))
+        ops = [place[o] for o, _ in self._deps]
+        on = [place[d] for _, d in self._deps]
+        fenced = np.flatnonzero(c["phase"][order] >= fence_before)
+        if len(fenced):
+            first = fenced[np.r_[True, rank[fenced][1:] != rank[fenced][:-1]]]
+            start = np.searchsorted(rank, rank[first])
+            count = first - start
+            ops.append(np.repeat(first, count))
+            on.append(np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count) + np.repeat(start, count))
+        if ops:
+            dep_op, dep_on = np.concatenate(ops), np.concatenate(on)
+            b.depend(ids[0] + dep_op, ids[0] + dep_on, np.zeros(len(dep_op), dtype=bool))
 
 
 @register("allreduce", "reduce_scatter_allgather", source="Rabenseifner 2004; Thakur, Rabenseifner, Gropp 2005",
