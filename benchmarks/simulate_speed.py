@@ -10,7 +10,13 @@ simulation) is its own; the table gives per case the messages, build (or GOAL re
 times and the peak memory per message, medians over the repeats with the range of the total.
 Targets (issue [scale]): the all-to-all of 4096 ranks from the registry within 30 s and 256 bytes
 per message, that of 1024 ranks within 1.5 s from the registry and 5 s from its GOAL file, the
-shared-link mode within twice the LogGOPS time.  This machine is a 2-core VM whose times vary by
+shared-link mode within twice the LogGOPS time.
+
+``--tune 16,64`` times the tuner instead (results file ``simulate_speed_tune``): ``colltune tune
+--method simulate --procs P`` at each P (every collective, sizes to 4 MiB, the built-in 10 Gbit/s
+profile), each in a process of its own within ``--limit`` seconds, with the seconds spent building
+the candidates' schedules (Python) and simulating them (the C++ engine).  Target: ``--procs
+2-4096`` within 5 minutes.  This machine is a 2-core VM whose times vary by
 tens of percent from one minute to the next: the repeats' range says how much.
 """
 
@@ -33,6 +39,8 @@ from colltune.sim import simulate
 from colltune.sim.goal import read_goal, write_goal
 
 LOGGOPS = LogGP(L=5e-6, o=1.5e-6, g=1e-6, G=1e-9, S=65536)
+#: The profile ``--tune`` tunes on.
+TUNE_PROFILE = "builtin:ethernet-10g-tcp"
 CASES = {"alltoall": ("direct", 1024, {}), "bcast": ("binomial_tree_segmented", 1 << 20, {"segment_size": 8192})}
 
 
@@ -58,6 +66,69 @@ def one(collective: str, procs: int, mode: str, goal: str | None) -> dict:
     return {"build": t1 - t0, "simulate": t2 - t1, "messages": result.messages, "peak": peak, "total": result.total}
 
 
+class Stopwatch:
+    """Seconds spent in calls of one function, wrapped in its place."""
+
+    def __init__(self, owner: object, name: str):
+        self.seconds = 0.0
+        inner = getattr(owner, name)
+
+        def timed(*args: object, **kwargs: object) -> object:
+            start = time.perf_counter()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                self.seconds += time.perf_counter() - start
+
+        setattr(owner, name, timed)
+
+
+def tune_one(procs: int) -> dict:
+    """``tune --method simulate`` at ``procs`` in this process: seconds in all, building schedules
+    and simulating them, and the peak resident memory (bytes)."""
+    from colltune.algorithms.registry import Algorithm
+    from colltune.cli import main as cli
+    from colltune.sim import calls
+
+    build, sim = Stopwatch(Algorithm, "schedule_for"), Stopwatch(calls, "simulate")
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        cli(["tune", "--method", "simulate", "--procs", str(procs), "--profile", TUNE_PROFILE,
+             "-o", str(Path(tmp) / "t.json")], standalone_mode=False)
+        total = time.perf_counter() - start
+    return {"total": total, "build": build.seconds, "simulate": sim.seconds,
+            "peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+
+
+def tune_speed(counts: list[int], limit: float, directory: str | None) -> None:
+    """Time :func:`tune_one` at each of ``counts`` in a process of its own (at most ``limit``
+    seconds each) and save the results."""
+    rows = []
+    for procs in counts:
+        print(f"tune --method simulate --procs {procs} ...", flush=True)
+        try:
+            out = subprocess.run([sys.executable, __file__, "--tune-one", str(procs)], capture_output=True, text=True,
+                                 timeout=limit, check=True).stdout
+        except subprocess.TimeoutExpired:
+            rows.append((procs, f"> {limit:.0f}", "", "", ""))
+            print(f"  not done within {limit:.0f} s", flush=True)
+            continue
+        r = json.loads(out.strip().splitlines()[-1])
+        rows.append((procs, round(r["total"], 1), round(r["build"], 1), round(r["simulate"], 1),
+                     round(r["peak"] / 2**20)))
+        print(f"  {r['total']:.1f} s (building schedules {r['build']:.1f} s, simulating {r['simulate']:.1f} s), "
+              f"{r['peak'] / 2**20:.0f} MiB", flush=True)
+    times = " / ".join(f"{t} s" for _, t, *_ in rows)
+    save(__file__, directory, name="simulate_speed_tune", title="Tuning by simulation",
+         what=f"`colltune tune --method simulate --procs P --profile {TUNE_PROFILE}` (every collective, sizes to "
+              "4 MiB), one process per P: seconds in all, in building the candidates' schedules (Python) and in "
+              "simulating them (the C++ engine), and peak memory.",
+         headline=[Headline(figure="tune --method simulate, P = " + " / ".join(str(p) for p, *_ in rows),
+                            value=times, target="P = 2-4096 within 300 s")],
+         tables=[Table(columns=("P", "total (s)", "building schedules (s)", "simulating (s)", "peak memory (MiB)"),
+                       rows=tuple(rows))])
+
+
 def run_case(collective: str, procs: int, mode: str, goal: str | None, repeat: int) -> dict:
     """The case in ``repeat`` fresh processes: medians, and the range of build + simulate."""
     runs = []
@@ -78,9 +149,18 @@ def main() -> None:
     parser.add_argument("--goal", type=int, default=1024, help="P of the all-to-all read from GOAL (0: none)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--results", help="directory of the results file [default: benchmarks/results]")
+    parser.add_argument("--tune", help="time tune --method simulate at these process counts instead")
+    parser.add_argument("--limit", type=float, default=900.0, help="--tune: seconds one count may take")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--goal-file", help=argparse.SUPPRESS)
+    parser.add_argument("--tune-one", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.tune_one:
+        print(json.dumps(tune_one(args.tune_one)))
+        return
+    if args.tune:
+        tune_speed([int(p) for p in args.tune.split(",")], args.limit, args.results)
+        return
     if args.one:
         collective, procs, mode = args.one.split(",")
         print(json.dumps(one(collective, int(procs), mode, args.goal_file)))
