@@ -44,7 +44,7 @@ the hosts' TCP congestion control ``--tcp``, one rank per host), then as a new u
    ``MPIR_CVAR_DEVICE_COLLECTIVES=none``, Open MPI's with coll/tuned's dynamic rules).
 
 ``--hybrid-only`` skips steps 2 and 4 (a quarter of the time); ``--tune-only`` runs step 1 alone
-and prints its time (the tables and the tune's progress lines are kept with ``--keep``).
+and prints its time (no results file) (the tables and the tune's progress lines are kept with ``--keep``).
 
 It prints, per table and collective, the geometric mean of default / with-the-file over the sizes
 (from the rounds), the worst size and how many sizes are below 0.95 (target: none; from the playoff
@@ -270,6 +270,8 @@ def main() -> None:
         print(f"  all: geomean {math.exp(statistics.fmean(math.log(m) for m in means)):.2f}")
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
+    if args.tune_only:  # no client timed: the results file keeps the last full run's figures
+        return
     if len(counts) > 1:
         write_counts_results(args, report, counts, benched)
     elif "hybrid" in report:
