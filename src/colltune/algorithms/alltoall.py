@@ -23,15 +23,13 @@ from colltune.schedule import Buf, Kind, Region, ScheduleBuilder
 DEFAULT_MAX_OUTSTANDING = 32
 
 
-def _copy_own(b: ScheduleBuilder, r: int, m: int) -> None:
-    b.copy(r, Region(Buf.SEND, r * m, m), Region(Buf.RECV, r * m, m))
-
-
 def _exchange_all(b: ScheduleBuilder, m: int, send_to: np.ndarray, recv_from: np.ndarray,
-                  recvs_first: bool = True) -> None:
+                  recvs_first: bool = True) -> np.ndarray:
     """Every rank r copies its own block, then posts receives from ``recv_from[r]`` and sends to
-    ``send_to[r]`` (``(P, k)`` arrays of ranks) all at once: receives first, or interleaved one
-    receive then one send.  Built in bulk, rank after rank, so a million messages take a second."""
+    ``send_to[r]`` (``(P, k)`` arrays of ranks), with no dependencies between them: receives
+    first, or interleaved one receive then one send.  Built in bulk, rank after rank, so a million
+    messages take a second.  Returns the op ids, one row per rank in posting order, for the caller's
+    dependencies (:func:`_after`)."""
     P, k = send_to.shape
     ranks = np.arange(P, dtype=np.int32)
     if recvs_first:
@@ -44,9 +42,16 @@ def _exchange_all(b: ScheduleBuilder, m: int, send_to: np.ndarray, recv_from: np
     peer = peers.astype(np.int32).ravel()  # a copy's: its own rank, whose block it copies
     copy = kind == Kind.COPY
     offset = peer.astype(np.int64) * m
-    b.bulk(kind, np.repeat(ranks, 2 * k + 1), peer=np.where(copy, np.int32(-1), peer), tag=np.where(copy, 0, TAG_DATA),
-           buf=np.where(kind == Kind.SEND, np.int8(Buf.SEND), np.int8(Buf.RECV)), offset=offset, length=m,
-           src_buf=np.where(copy, np.int8(Buf.SEND), np.int8(-1)), src_offset=np.where(copy, offset, 0))
+    ids = b.bulk(kind, np.repeat(ranks, 2 * k + 1), peer=np.where(copy, np.int32(-1), peer),
+                 tag=np.where(copy, 0, TAG_DATA), buf=np.where(kind == Kind.SEND, np.int8(Buf.SEND), np.int8(Buf.RECV)),
+                 offset=offset, length=m, src_buf=np.where(copy, np.int8(Buf.SEND), np.int8(-1)),
+                 src_offset=np.where(copy, offset, 0))
+    return ids.reshape(P, 2 * k + 1)
+
+
+def _after(b: ScheduleBuilder, op: np.ndarray, on: np.ndarray) -> None:
+    """Each op of ``op`` requires the op of ``on`` beside it to complete (arrays of op ids alike)."""
+    b.depend(op, on, np.zeros(op.size, dtype=bool))
 
 
 @register("alltoall", "direct", source="paper 003 section 5 (Direct Exchange, LAM 6.5.2)", aliases=("linear",))
@@ -119,14 +124,13 @@ def _alltoall_pairwise(b: ScheduleBuilder, problem: Problem) -> None:
     P, m = problem.procs, problem.size
     if m == 0:
         return
-    for r in range(P):
-        _copy_own(b, r, m)
-        for step in pairing_steps(P):
-            partner = pairing(P, step, r)
-            if partner != r:
-                b.fence(r)
-                b.recv(r, partner, Region(Buf.RECV, partner * m, m), TAG_DATA)
-                b.send(r, partner, Region(Buf.SEND, partner * m, m), TAG_DATA)
+    partners = np.array([[p for p in (pairing(P, step, r) for step in pairing_steps(P)) if p != r] for r in range(P)],
+                        dtype=np.int64).reshape(P, P - 1)
+    at = _exchange_all(b, m, partners, partners, recvs_first=False)
+    # a step's receive waits for both ops of the step before (the first for the copy); its send
+    # is posted after it
+    _after(b, at[:, 1::2], at[:, 0:-1:2])
+    _after(b, at[:, 3::2], at[:, 1:-2:2])
 
 
 @register("alltoall", "recv_all_xor_sends", source="paper 001 Fig. 13 (Alltoall_B), eq. 19",
@@ -142,16 +146,11 @@ def _alltoall_xor(b: ScheduleBuilder, problem: Problem) -> None:
     if m == 0:
         return
     span = 1 << max(P - 1, 0).bit_length()
-    for r in range(P):
-        _copy_own(b, r, m)
-        for s in range(P):
-            if s != r:
-                b.recv(r, s, Region(Buf.RECV, s * m, m), TAG_DATA)
-        previous: list[int] = []
-        for i in range(1, span):
-            d = r ^ i
-            if d < P:
-                previous = [b.send(r, d, Region(Buf.SEND, d * m, m), TAG_DATA, requires=previous)]
+    r = np.arange(P)[:, None]
+    xor = r ^ np.arange(1, span)[None, :]  # row r: r XOR 1, r XOR 2, ...: each rank's P - 1 partners below P
+    others = np.broadcast_to(np.arange(P), (P, P))[~np.eye(P, dtype=bool)].reshape(P, P - 1)
+    at = _exchange_all(b, m, xor[xor < P].reshape(P, P - 1), others)
+    _after(b, at[:, P + 1:], at[:, P:-1])  # each send after the one before
 
 
 @register("alltoall", "bruck", source="Bruck et al. 1997; Thakur, Rabenseifner, Gropp 2005 (Bruck all-to-all)")
@@ -218,16 +217,7 @@ def _alltoall_throttled(b: ScheduleBuilder, problem: Problem, max_outstanding: i
     if m == 0:
         return
     k = max_outstanding
-
-    def window(ops: list[int]) -> list[int]:
-        """The op k places back, which must complete before the next one starts."""
-        return [ops[-k]] if len(ops) >= k else []
-
-    for r in range(P):
-        _copy_own(b, r, m)
-        recvs: list[int] = []
-        sends: list[int] = []
-        for i in range(1, P):
-            s, d = (r - i) % P, (r + i) % P
-            recvs.append(b.recv(r, s, Region(Buf.RECV, s * m, m), TAG_DATA, requires=window(recvs)))
-            sends.append(b.send(r, d, Region(Buf.SEND, d * m, m), TAG_DATA, requires=window(sends)))
+    r, i = np.arange(P)[:, None], np.arange(1, P)[None, :]
+    at = _exchange_all(b, m, (r + i) % P, (r - i) % P, recvs_first=False)
+    # the i-th receive (send) waits for the (i-k)-th: 2 k places back in the interleaved row
+    _after(b, at[:, 1 + 2 * k:], at[:, 1:max(1, at.shape[1] - 2 * k)])
