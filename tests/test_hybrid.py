@@ -10,6 +10,7 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -1092,3 +1093,31 @@ def test_the_checks_of_a_tune_in_a_job_run_at_the_full_count_only() -> None:
     mine = (Rule(size_min=0, size_max=None, algorithm="a"),)
     assert checked("bcast", 4, mine, [0], {}) == mine and seen == []
     assert checked("bcast", 8, mine, [0], {})[0].algorithm == NATIVE and seen == [8]
+
+
+class _Recorder:
+    """A communicator of 3 ranks, as rank 0 sees it, that keeps the buffers of the calls made on it."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, tuple]] = []
+
+    def Get_size(self) -> int:
+        return 3
+
+    def Get_rank(self) -> int:
+        return 0
+
+    def __getattr__(self, name: str):
+        return lambda *args, **kwargs: self.calls.append((name, args))
+
+
+@pytest.mark.parametrize("collective", ["reduce", "allreduce"])
+@pytest.mark.parametrize("size,dtype,count", [(4096, np.float32, 1024), (6, np.uint8, 6), (0, np.float32, 0)])
+def test_the_tuner_reduces_floats_as_the_c_client_does(collective: str, size: int, dtype: type, count: int) -> None:
+    from colltune.tune.timing import library_call
+
+    comm = _Recorder()
+    library_call(comm, collective, size)()
+    [(name, (send, recv, *_))] = comm.calls
+    assert name == collective.capitalize()
+    assert send.dtype == dtype and recv.dtype == dtype and len(send) == len(recv) == count

@@ -118,6 +118,33 @@ def test_the_client_counts_its_calls_from_the_minimum_time(tmp_path: Path, min_s
     assert parse_output(res.stdout)[("bcast", 0)].iterations == calls
 
 
+@pytest.mark.parametrize("loop", (0, 1))
+def test_the_client_times_the_calls_back_to_back_on_request(tmp_path: Path, loop: int) -> None:
+    tools = toolchain("mpich")
+    exe = build_client(tools, tmp_path)
+    res = run_bounded([str(tools.launcher), "-n", "3", str(exe), "reduce,bcast", "0,4096", "1", "5", "0", "0",
+                       str(loop)], 120, "collbench back to back")
+    assert res.returncode == 0, res.stderr[-3000:]
+    got = parse_output(res.stdout)
+    assert len(got) == 4
+    for timing in got.values():
+        assert timing.fastest <= timing.mean <= timing.slowest  # the ranks' mean lies between its extremes
+        assert (timing.back_to_back > 0) == bool(loop)
+
+
+def test_the_bench_keeps_the_ranks_mean_and_the_back_to_back_figure(table: Path, tmp_path: Path) -> None:
+    results = one_local_round(table, tmp_path, "-n", "3", "--sizes", "4096", "--min-time", "0", "-c", "reduce",
+                              "--back-to-back")
+    [cell] = results.cells
+    assert "back to back too" in results.provenance.source
+    assert 0 < cell.default_ranks_mean <= cell.default and 0 < cell.tuned_ranks_mean <= cell.tuned
+    assert cell.default_back_to_back > 0 and cell.tuned_back_to_back > 0
+    assert cell.back_to_back_speedup == pytest.approx(cell.default_back_to_back / cell.tuned_back_to_back)
+    plain = one_local_round(table, tmp_path, "-n", "2", "--sizes", "4096", "--min-time", "0", "-c", "bcast")
+    assert plain.cells[0].default_back_to_back is None and plain.cells[0].back_to_back_speedup is None
+    assert plain.cells[0].ranks_mean_speedup is not None
+
+
 def test_every_run_of_the_client_warms_the_network_first(table: Path, tmp_path: Path) -> None:
     results = one_local_round(table, tmp_path, "-n", "3", "--sizes", "0,4096", "--min-time", "0", "--network-warmup",
                               "0.25", "-c", "bcast")
@@ -187,10 +214,11 @@ def test_library_options_need_library(table: Path, tmp_path: Path) -> None:
 
 
 def test_client_output_parsing_skips_chatter_and_names_bad_lines() -> None:
-    got = parse_output("some library banner\nbcast 4096 1.5e-05 1.0e-05 1.2e-05 10\n")
+    got = parse_output("some library banner\nbcast 4096 1.5e-05 1.0e-05 1.2e-05 10 1.4e-05\n")
     assert list(got) == [("bcast", 4096)] and got[("bcast", 4096)].slowest == 1.5e-05
+    assert got[("bcast", 4096)].mean == 1.2e-05 and got[("bcast", 4096)].back_to_back == 1.4e-05
     with pytest.raises(LibraryBenchError, match="line 1: cannot read"):
-        parse_output("bcast 4096 fast 1 1 10\n")
+        parse_output("bcast 4096 fast 1 1 10 0\n")
 
 
 def test_forced_runs_cover_every_catalogued_algorithm_that_can_run() -> None:
@@ -308,10 +336,17 @@ def test_playoff_rounds_compare_the_file_with_each_forced_algorithm_that_beat_it
     assert slow.over_best == (slow.best_forced[0], pytest.approx(1.0), False)  # no forced algorithm beat the file
     assert cells[("bcast", 65536)].checked_speedup == (1.0, False)  # above the sizes in doubt: no playoff
     assert results.playoff == 2
-    # written and read back; a version 1 file (no playoff) and a version 2 (no defaults in it) still read
+    # written and read back; a version 1 file (no playoff), a version 2 (no defaults in it) and a
+    # version 3 (no ranks' mean, no back-to-back figure) still read
     lb.write_library_bench(results, tmp_path / "r.json")
     assert read_library_bench(tmp_path / "r.json") == results
     old = json.loads((tmp_path / "r.json").read_text())
+    old["version"] = 3
+    for cell in old["cells"]:
+        for key in ("default_ranks_mean", "tuned_ranks_mean", "default_back_to_back", "tuned_back_to_back"):
+            del cell[key]
+    (tmp_path / "v3.json").write_text(json.dumps(old))
+    assert read_library_bench(tmp_path / "v3.json").cells[-1].ranks_mean_speedup is None
     old["version"] = 2
     for cell in old["cells"]:
         del cell["playoff_default"]

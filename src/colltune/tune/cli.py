@@ -533,6 +533,9 @@ def _print_tune(table: DecisionTable, output: str, files: dict[str, str | None],
                    "than 5 % at some size and against the defaults where it was below 0.95 of them at some size, "
                    "which then compare the two (the best of many is biased low; of many sizes some look slow by "
                    "chance).")
+@click.option("--back-to-back", is_flag=True,
+              help="--library: also time the calls with the defaults and with the file back to back, without "
+                   "a barrier between them, as a program's loop of collectives makes them.")
 @click.option("--mpicc", type=click.Path(dir_okay=False), help="--library: the library's compiler wrapper.")
 @click.option("--mpiexec", "launcher", type=click.Path(dir_okay=False), help="--library: the library's launcher.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
@@ -540,7 +543,7 @@ def bench_cmd(table_spec: str | None, collectives: tuple[str, ...], sizes: str |
               warmup: int, profile_spec: str | None, method: str, model: str | None, output: str,
               plot_file: str | None, library: str | None, procs: int | None, testbed_name: str | None,
               placement: str, preload: bool, rounds: int, min_time: float, network_warmup: float | None, forced: bool,
-              playoff: int, mpicc: str | None, launcher: str | None, as_json: bool) -> None:
+              playoff: int, back_to_back: bool, mpicc: str | None, launcher: str | None, as_json: bool) -> None:
     """Time the decision table's chosen algorithms and native over a grid of sizes in this MPI job
     (run under mpiexec -n P); write the results and, on request, a figure of predicted beside measured.
 
@@ -576,12 +579,13 @@ def bench_cmd(table_spec: str | None, collectives: tuple[str, ...], sizes: str |
             raise click.UsageError("--forced compares the library's file with its own algorithms; --preload runs "
                                    "colltune's algorithms instead")
         bench_library(library, table_spec, colls, size_list, reps, warmup, min_time, rounds, procs, testbed_name,
-                      mpicc, launcher, output, as_json, forced, playoff, network_warmup, placement, preload)
+                      mpicc, launcher, output, as_json, forced, playoff, network_warmup, placement, preload,
+                      back_to_back)
         return
     if procs is not None or testbed_name is not None or mpicc or launcher or rounds != 3 or forced or playoff or \
-            min_time != MIN_TIME or network_warmup is not None or placement != "block" or preload:
+            min_time != MIN_TIME or network_warmup is not None or placement != "block" or preload or back_to_back:
         raise click.UsageError("-n, --testbed, --placement, --preload, --rounds, --min-time, --network-warmup, "
-                               "--forced, --playoff, --mpicc and --mpiexec go with --library")
+                               "--forced, --playoff, --back-to-back, --mpicc and --mpiexec go with --library")
     from mpi4py import MPI
 
     from colltune.tune.measure import bench
@@ -653,7 +657,8 @@ def _print_bench(results: BenchResults, output: str, plot_file: str | None, as_j
 def bench_library(library: str, table_spec: str, collectives: list[str], sizes: list[int], reps: int, warmup: int,
                   min_time: float, rounds: int, procs: int | None, testbed: str | None, mpicc: str | None,
                   launcher: str | None, output: str, as_json: bool, forced: bool = False, playoff: int = 0,
-                  network_warmup: float = 0.0, placement: str = "block", preload: bool = False) -> None:
+                  network_warmup: float = 0.0, placement: str = "block", preload: bool = False,
+                  back_to_back: bool = False) -> None:
     """Run the library benchmark and print its speedups (see ``colltune bench --help``); no
     ``collectives``: the table's."""
     try:
@@ -667,13 +672,13 @@ def bench_library(library: str, table_spec: str, collectives: list[str], sizes: 
                    f"{f' --placement {placement}' if placement != 'block' else ''} (client {tools.mpicc.name}, "
                    f"{reps} calls or {min_time:g} s, {warmup} warm-up, {rounds} rounds"
                    f"{f', {network_warmup:g} s of network warm-up' if network_warmup else ''}"
-                   f"{f', {playoff} playoff rounds' if playoff else ''})",
+                   f"{f', {playoff} playoff rounds' if playoff else ''}{', back to back too' if back_to_back else ''})",
             date=datetime.now(timezone.utc).isoformat(timespec="seconds"), colltune_version=__version__,
             procs=procs)
         results = library_bench(table, table_spec, tools, procs, collectives, sizes, warmup, reps, min_time, rounds,
                                 testbed, provenance, progress=lambda line: click.echo(line, err=True),
                                 forced=forced, playoff=playoff, network_warmup=network_warmup, placement=placement,
-                                preload=preload)
+                                preload=preload, back_to_back=back_to_back)
         write_library_bench(results, output)
     except ColltuneError as exc:
         raise click.UsageError(str(exc)) from None
@@ -692,6 +697,11 @@ def print_library_bench(results: LibraryBench, output: str, as_json: bool) -> No
         worst = min(pairs, key=lambda p: p[1])
         summary[coll] = {"geomean": geomean([s for _, s in pairs]), "worst": {"size": worst[0], "speedup": worst[1]},
                          "speedups": {str(size): s for size, s in pairs}}
+        cells = [c for c in results.cells if c.collective == coll]
+        for figure in ("ranks_mean", "back_to_back"):
+            gains = [getattr(c, f"{figure}_speedup") for c in cells]
+            if None not in gains:
+                summary[coll][f"geomean_{figure}"] = geomean(gains)
         played = {str(c.size): s for c in results.cells if c.collective == coll
                   for s, from_playoff in [c.checked_speedup] if from_playoff}
         if played:
@@ -709,15 +719,19 @@ def print_library_bench(results: LibraryBench, output: str, as_json: bool) -> No
     how = "through LD_PRELOAD" if results.preload else "exported"
     where = f", {results.placement} placement" if results.testbed and results.placement != "block" else ""
     t = Table(title=f"{results.library} with {results.table} {how} against its defaults, P = {results.procs}{where} "
-                    f"(speedup = default / with the file; median of {results.rounds} rounds"
+                    f"(speedup = default / with the file, by the slowest rank's mean call unless said; OSU's figure: "
+                    f"by the ranks' mean; median of {results.rounds} rounds"
                     + (f"; *: from {results.playoff} playoff rounds" if results.playoff else "")
                     + ")")
     forced = any("over_best_forced" in s for s in summary.values())
-    for col in ("collective", "geomean", "worst (size)", "speedup by block size (bytes)",
-                *(["with the file / best forced, by size"] if forced else [])):
+    loop = any("geomean_back_to_back" in s for s in summary.values())
+    for col in ("collective", "geomean", "OSU's figure", *(["back to back"] if loop else []), "worst (size)",
+                "speedup by block size (bytes)", *(["with the file / best forced, by size"] if forced else [])):
         t.add_column(col, overflow="fold")
     for coll, s in summary.items():
-        t.add_row(coll, f"{s['geomean']:.2f}", f"{s['worst']['speedup']:.2f} ({s['worst']['size']})",
+        t.add_row(coll, f"{s['geomean']:.2f}", f"{s['geomean_ranks_mean']:.2f}" if "geomean_ranks_mean" in s else "-",
+                  *([f"{s['geomean_back_to_back']:.2f}" if "geomean_back_to_back" in s else "-"] if loop else []),
+                  f"{s['worst']['speedup']:.2f} ({s['worst']['size']})",
                   " ".join(f"{size}:{v:.2f}" + (f"({s['playoff_speedups'][size]:.2f}*)"
                                                    if size in s.get("playoff_speedups", {}) else "")
                            for size, v in s["speedups"].items()),

@@ -40,9 +40,22 @@ the defaults at some size, the defaults join that collective's playoff, and the 
 every cell had, stays the gain.  A playoff runs the sizes from the smallest up to the largest in
 doubt, as the rounds did (a size's time can depend on the algorithm of the size before it).
 
-The results file (format ``colltune-library-bench``, version 3; versions 1, without playoffs, and
-2, without the defaults in them, are still read) keeps times in seconds with their provenance;
-speedup is default / tuned.
+Three figures of one call, for the rounds (the playoffs compare the first only):
+
+* the slowest rank's mean call, each call timed alone after a barrier (:attr:`Cell.default`,
+  :attr:`Cell.tuned`): the figure colltune's tuners price and compare;
+* the ranks' mean of their mean calls (:attr:`Cell.default_ranks_mean`): what the OSU
+  micro-benchmarks print as their average latency.  For a rooted collective it counts the ranks
+  that leave the call early: a linear or tree reduction frees its leaves long before the root has
+  the result, a pipeline keeps every rank to the end, so this figure can favour an algorithm whose
+  root is several times slower;
+* with ``back_to_back``, the seconds per call of as many calls made back to back, with no barrier
+  between them (:attr:`Cell.default_back_to_back`): what a program's loop of collectives pays, where
+  a pipeline may overlap the next call and no rank runs ahead of the slowest for long.
+
+The results file (format ``colltune-library-bench``, version 4; versions 1, without playoffs, 2,
+without the defaults in them, and 3, without the ranks' mean and the back-to-back figure, are still
+read) keeps times in seconds with their provenance; speedup is default / tuned.
 """
 
 from __future__ import annotations
@@ -72,7 +85,7 @@ from colltune.tune.forcing import openmpi_forcing_environment
 from colltune.tune.table import DecisionTable, fixed_table, write_table
 
 FORMAT = "colltune-library-bench"
-VERSION = 3
+VERSION = 4
 #: The MPI libraries whose own collectives can be benchmarked with and without an exported file.
 LIBRARIES = ("mpich", "openmpi")
 #: The C client's source, shipped with the package.
@@ -205,23 +218,27 @@ def launch(tools: Toolchain, procs: int | None, argv: list[str], testbed: str | 
 
 @dataclass(frozen=True)
 class Timing:
-    """One client line: the slowest, fastest and mean rank's average seconds per call."""
+    """One client line: the slowest, fastest and mean rank's average seconds per call, and the
+    seconds per call of the back-to-back loop (0 where the client did not run one)."""
 
     slowest: float
     fastest: float
     mean: float
     iterations: int
+    back_to_back: float = 0.0
 
 
 def parse_output(text: str) -> dict[tuple[str, int], Timing]:
-    """The client's lines ``collective size max min mean iterations``, by (collective, size)."""
+    """The client's lines ``collective size max min mean iterations back_to_back``, by (collective,
+    size)."""
     out: dict[tuple[str, int], Timing] = {}
     for number, line in enumerate(text.splitlines(), 1):
         parts = line.split()
-        if len(parts) != 6 or parts[0] not in COLLECTIVES:
+        if len(parts) != 7 or parts[0] not in COLLECTIVES:
             continue  # the library's own chatter
         try:
-            out[(parts[0], int(parts[1]))] = Timing(float(parts[2]), float(parts[3]), float(parts[4]), int(parts[5]))
+            out[(parts[0], int(parts[1]))] = Timing(float(parts[2]), float(parts[3]), float(parts[4]), int(parts[5]),
+                                                    float(parts[6]))
         except ValueError:
             raise LibraryBenchError(f"client output line {number}: cannot read {line!r}") from None
     return out
@@ -230,13 +247,14 @@ def parse_output(text: str) -> dict[tuple[str, int], Timing]:
 def run_client(exe: Path, tools: Toolchain, procs: int | None, collectives: Sequence[str], sizes: Sequence[int],
                warmup: int, iterations: int, min_time: float, testbed: str | None,
                extra_env: dict[str, str], network_warmup: float = 0.0,
-               placement: str = "block") -> dict[tuple[str, int], Timing]:
+               placement: str = "block", back_to_back: bool = False) -> dict[tuple[str, int], Timing]:
     """One run of the client: ``network_warmup`` seconds of exchanges between every pair of ranks
     first (:data:`colltune.tune.warmup.NETWORK_WARMUP`), then at least ``iterations`` calls per size, more where they
-    take less than ``min_time`` seconds (:data:`MIN_TIME`); its timings by (collective, size).
-    Raises with the job's stderr if it fails or misses a line."""
+    take less than ``min_time`` seconds (:data:`MIN_TIME`), and with ``back_to_back`` as many again
+    back to back; its timings by (collective, size).  Raises with the job's stderr if it fails or
+    misses a line."""
     argv = [str(exe), ",".join(collectives), ",".join(map(str, sizes)), str(warmup), str(iterations),
-            repr(float(min_time)), repr(float(network_warmup))]
+            repr(float(min_time)), repr(float(network_warmup)), str(int(back_to_back))]
     cmd, env = launch(tools, procs, argv, testbed, placement)
     for name in [k for k in env if k in _SELECTION_VARIABLES or k.startswith(_SELECTION_PREFIX)]:
         del env[name]
@@ -259,7 +277,8 @@ def run_client(exe: Path, tools: Toolchain, procs: int | None, collectives: Sequ
 class Cell(ParamSet):
     """One collective at one block size: the median over the rounds of the slowest rank's average
     time per call (seconds), with the library's defaults, with the exported file and, with
-    ``forced``, with each of the library's own algorithms forced."""
+    ``forced``, with each of the library's own algorithms forced; the ranks' mean and the
+    back-to-back figure (module docstring) with the defaults and with the file."""
 
     collective: str
     size: int = Field(ge=0, description="block size in bytes")
@@ -281,6 +300,28 @@ class Cell(ParamSet):
     playoff_default: tuple[float, ...] = Field(
         (), description="the defaults' figure in each playoff round (where the file was below PLAYOFF_BELOW of them "
                         "at some size), seconds")
+    default_ranks_mean: float | None = Field(None, gt=0, allow_inf_nan=False,
+                                             description="the ranks' mean of their average call (OSU's average "
+                                                         "latency) with the defaults, median over the rounds, seconds")
+    tuned_ranks_mean: float | None = Field(None, gt=0, allow_inf_nan=False)
+    default_back_to_back: float | None = Field(None, gt=0, allow_inf_nan=False,
+                                               description="seconds per call of calls made back to back with the "
+                                                           "defaults, median over the rounds (None: not timed)")
+    tuned_back_to_back: float | None = Field(None, gt=0, allow_inf_nan=False)
+
+    @property
+    def ranks_mean_speedup(self) -> float | None:
+        """default / tuned by the ranks' mean (what OSU reports); None in files without it."""
+        if self.default_ranks_mean is None or self.tuned_ranks_mean is None:
+            return None
+        return self.default_ranks_mean / self.tuned_ranks_mean
+
+    @property
+    def back_to_back_speedup(self) -> float | None:
+        """default / tuned by the back-to-back figure (what a loop of calls pays); None if not timed."""
+        if self.default_back_to_back is None or self.tuned_back_to_back is None:
+            return None
+        return self.default_back_to_back / self.tuned_back_to_back
 
     @property
     def speedup(self) -> float:
@@ -321,7 +362,7 @@ class LibraryBench(ParamSet):
     """A ``colltune bench --library`` run: the cells and where they come from."""
 
     format: Literal["colltune-library-bench"] = FORMAT
-    version: Literal[3] = VERSION
+    version: Literal[4] = VERSION
     provenance: Provenance
     library: Literal["mpich", "openmpi"]
     table: str = Field(description="the decision table exported")
@@ -415,7 +456,7 @@ def library_bench(table: DecisionTable, table_name: str, tools: Toolchain, procs
                   min_time: float, rounds: int, testbed: str | None, provenance: Provenance,
                   progress: Callable[[str], None] = lambda _: None, forced: bool = False,
                   playoff: int = 0, network_warmup: float = 0.0, placement: str = "block",
-                  preload: bool = False) -> LibraryBench:
+                  preload: bool = False, back_to_back: bool = False) -> LibraryBench:
     """Time ``collectives`` at ``sizes`` with ``tools``' library, as it comes and with ``table``
     exported, alternating over ``rounds`` rounds (see the module docstring), each size in each run
     for ``iterations`` calls or ``min_time`` seconds, whichever is more (:data:`MIN_TIME`), each run
@@ -426,7 +467,8 @@ def library_bench(table: DecisionTable, table_name: str, tools: Toolchain, procs
     :data:`PLAYOFF_BELOW` of the defaults (:func:`_doubted`), at the sizes up to the largest in doubt.
     With ``preload``, the client runs colltune's own table through the interposition library
     (``LD_PRELOAD``, :func:`preloaded`) instead of the library's file; on a testbed, ``placement``
-    puts the ranks on its hosts."""
+    puts the ranks on its hosts.  With ``back_to_back``, the runs with the defaults and with the
+    file also time the calls back to back (module docstring)."""
     if rounds < 1 or iterations < 1 or warmup < 0 or not min_time >= 0 or not network_warmup >= 0:
         raise LibraryBenchError("rounds and iterations must be at least 1, warm-up, the minimum time and the "
                                 "network's warm-up at least 0")
@@ -458,16 +500,17 @@ def library_bench(table: DecisionTable, table_name: str, tools: Toolchain, procs
             force_env.append(openmpi_forcing_environment(choices) if tools.library == "openmpi" else
                              exported(fixed_table(choices, "colltune bench --forced", library=tools.library),
                                       tools.library, where)[0])
-        def client(coll: str, extra: dict[str, str], upto: int | None = None) -> dict[tuple[str, int], Timing]:
+        def client(coll: str, extra: dict[str, str], upto: int | None = None,
+                   loop: bool = False) -> dict[tuple[str, int], Timing]:
             return run_client(exe, tools, procs, [coll], [s for s in sizes if upto is None or s <= upto], warmup,
-                              iterations, min_time, testbed, extra, network_warmup, placement)
+                              iterations, min_time, testbed, extra, network_warmup, placement, loop)
 
         for r in range(rounds):
             for coll in collectives:
                 for which, extra in (("default", {}), ("tuned", env)):
                     progress(f"round {r + 1}/{rounds}: {coll}: {tools.library} "
                              f"{tuned_label if which == 'tuned' else 'defaults'}")
-                    runs[which][r].update(client(coll, extra))
+                    runs[which][r].update(client(coll, extra, loop=back_to_back))
                 mine = [(forced_label(*choices[coll]), extra) for choices, extra in zip(force, force_env)
                         if coll in choices]
                 for i, (label, extra) in enumerate(mine):
@@ -499,8 +542,12 @@ def library_bench(table: DecisionTable, table_name: str, tools: Toolchain, procs
         if min(d) <= 0 or min(t) <= 0:
             raise LibraryBenchError(f"{key[0]} at {key[1]} B: a run timed 0 s; raise the iterations")
         mine, then = own.get(key, {}), extra_rounds.get(key, {})
+        figures = {f"{which}_{name}": statistics.median(values) if min(values) > 0 else None
+                   for which in ("default", "tuned") for name, field in (("ranks_mean", "mean"),
+                                                                          ("back_to_back", "back_to_back"))
+                   for values in [[getattr(run[key], field) for run in runs[which]]]}
         cells.append(Cell(collective=key[0], size=key[1], default=statistics.median(d), tuned=statistics.median(t),
-                          default_rounds=d, tuned_rounds=t, iterations=runs["default"][0][key].iterations,
+                          default_rounds=d, tuned_rounds=t, iterations=runs["default"][0][key].iterations, **figures,
                           forced={label: statistics.median(v) for label, v in mine.items()},
                           forced_rounds={label: tuple(v) for label, v in mine.items()},
                           playoff_tuned=tuple(then.get(None, ())), playoff_default=tuple(then.get(DEFAULTS, ())),
@@ -591,6 +638,8 @@ def write_library_bench(results: LibraryBench, path: str | os.PathLike[str]) -> 
 def read_library_bench(path: str | os.PathLike[str]) -> LibraryBench:
     """Read a results file; a bad one raises :class:`LibraryBenchError` naming the file and field."""
     data = read_json(path, "library benchmark results", LibraryBenchError)
-    if isinstance(data, dict) and data.get("format") == FORMAT and data.get("version") in (1, 2):
-        data = {**data, "version": VERSION}  # version 1 is 3 without playoff rounds, 2 without the defaults in them
+    if isinstance(data, dict) and data.get("format") == FORMAT and data.get("version") in (1, 2, 3):
+        # version 1 is 4 without playoff rounds, 2 without the defaults in them, 3 without the ranks'
+        # mean and the back-to-back figure
+        data = {**data, "version": VERSION}
     return parse_record(LibraryBench, data, str(path), FORMAT, VERSION, LibraryBenchError)

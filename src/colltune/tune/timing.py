@@ -136,8 +136,12 @@ def buffers(collective: str, procs: int, me: int, size: int) -> tuple[Any, ...]:
 
 def library_call(comm: MPI.Comm, collective: str, size: int) -> Callable[[], Any]:
     """The MPI library's own ``collective`` on ``comm`` with blocks of ``size`` bytes from root 0,
-    as the C client of ``bench --library`` calls it (reductions: a sum of unsigned bytes)."""
+    as the C client of ``bench --library`` (and the OSU micro-benchmarks) call it: reductions sum
+    ``size / 4`` floats where ``size`` is a multiple of 4, else unsigned bytes (a library may
+    segment and combine by element, and a float sum is what programs ask of it)."""
     bufs = buffers(collective, comm.Get_size(), comm.Get_rank(), size)
+    if collective in ("reduce", "allreduce") and size % 4 == 0:
+        bufs = tuple(np.ones(len(b) // 4, np.float32) for b in bufs)
     root0 = comm.Get_rank() == 0
     if collective == "bcast":
         return lambda: comm.Bcast(bufs[0], 0)

@@ -1,6 +1,6 @@
 /* collbench: time MPI collectives as the OSU micro-benchmarks do, for `colltune bench --library`.
  *
- * Usage: collbench COLLECTIVES SIZES WARMUP ITERATIONS [MIN_SECONDS [NETWORK_SECONDS]]
+ * Usage: collbench COLLECTIVES SIZES WARMUP ITERATIONS [MIN_SECONDS [NETWORK_SECONDS [BACK_TO_BACK]]]
  *   COLLECTIVES  comma-separated: bcast, scatter, gather, allgather, alltoall, reduce, allreduce,
  *                barrier
  *   SIZES        comma-separated block sizes in bytes (the bytes one rank sends to or receives
@@ -18,16 +18,20 @@
  *                a few peers only), round after round, for about this long (colltune.tune.library_bench.NETWORK_WARMUP
  *                says why: TCP's congestion windows, not the library, set a fresh job's first
  *                seconds); rank 0 then prints "network-warmup ROUNDS SECONDS"
+ *   BACK_TO_BACK (default 0) 1: after the calls timed one by one, time as many again back to back
+ *                (a barrier before the first and after the last, none between them), as a
+ *                program's loop of collectives calls them
  *
  * For each collective and size every rank times each call alone (MPI_Wtime around the call, an
  * MPI_Barrier between calls, as OSU does), and the program prints one line per (collective, size):
  *
- *   collective size max_avg min_avg avg_avg iterations
+ *   collective size max_avg min_avg avg_avg iterations back_to_back
  *
  * where max_avg is the slowest rank's average time per call in seconds (the figure colltune
- * compares), min_avg the fastest rank's and avg_avg the ranks' mean.  Rooted collectives use root
- * 0.  Reductions sum MPI_FLOAT elements (size / 4 of them) when size is a multiple of 4, else
- * MPI_UNSIGNED_CHAR.  Buffers are initialised once and results are not checked: this is a timing
+ * compares), min_avg the fastest rank's and avg_avg the ranks' mean (the figure OSU prints as its
+ * average latency), and back_to_back the seconds per call of the back-to-back loop, the slowest
+ * rank's (0 without BACK_TO_BACK).  Rooted collectives use root 0.  Reductions sum MPI_FLOAT
+ * elements (size / 4 of them) when size is a multiple of 4, else MPI_UNSIGNED_CHAR.  Buffers are initialised once and results are not checked: this is a timing
  * client; tests/mpi checks results.
  *
  * The program asks for MPI_THREAD_MULTIPLE: under it MPICH yields the processor while it waits,
@@ -94,7 +98,8 @@ static int split(char *text, char **items) {
 static void usage(int rank, const char *why) {
   if (rank == 0)
     fprintf(stderr,
-            "collbench: %s\nusage: collbench COLLECTIVES SIZES WARMUP ITERATIONS [MIN_SECONDS [NETWORK_SECONDS]]\n",
+            "collbench: %s\nusage: collbench COLLECTIVES SIZES WARMUP ITERATIONS [MIN_SECONDS [NETWORK_SECONDS "
+            "[BACK_TO_BACK]]]\n",
             why);
   MPI_Abort(MPI_COMM_WORLD, 2);
 }
@@ -130,13 +135,15 @@ int main(int argc, char **argv) {
   int rank, procs;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &procs);
-  if (argc < 5 || argc > 7) usage(rank, "wrong number of arguments");
+  if (argc < 5 || argc > 8) usage(rank, "wrong number of arguments");
   char *colls[MAX_ITEMS], *size_text[MAX_ITEMS];
   const int ncolls = split(argv[1], colls), nsizes = split(argv[2], size_text);
   const long warmup = atol(argv[3]), iterations = atol(argv[4]);
   const double min_seconds = argc > 5 ? atof(argv[5]) : 0.0, network_seconds = argc > 6 ? atof(argv[6]) : 0.0;
-  if (warmup < 0 || iterations < 1 || !(min_seconds >= 0) || !(network_seconds >= 0))
-    usage(rank, "WARMUP must be >= 0, ITERATIONS >= 1, MIN_SECONDS and NETWORK_SECONDS >= 0");
+  const int back_to_back = argc > 7 ? atoi(argv[7]) : 0;
+  if (warmup < 0 || iterations < 1 || !(min_seconds >= 0) || !(network_seconds >= 0) ||
+      (back_to_back != 0 && back_to_back != 1))
+    usage(rank, "WARMUP must be >= 0, ITERATIONS >= 1, MIN_SECONDS and NETWORK_SECONDS >= 0, BACK_TO_BACK 0 or 1");
   long sizes[MAX_ITEMS], largest = 0;
   for (int i = 0; i < nsizes; ++i) {
     char *end;
@@ -181,12 +188,20 @@ int main(int argc, char **argv) {
         total += MPI_Wtime() - t0;
         MPI_Barrier(MPI_COMM_WORLD);
       }
-      double avg = total / (double)n, worst, best, sum;
+      double avg = total / (double)n, worst, best, sum, loop = 0, slowest_loop = 0;
       MPI_Reduce(&avg, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
       MPI_Reduce(&avg, &best, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
       MPI_Reduce(&avg, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+      if (back_to_back) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        const double t0 = MPI_Wtime();
+        for (long i = 0; i < n; ++i) call(colls[c], send, recv, (int)size, MPI_BYTE, rtype, rcount, MPI_COMM_WORLD);
+        MPI_Barrier(MPI_COMM_WORLD);
+        loop = (MPI_Wtime() - t0) / (double)n;
+        MPI_Reduce(&loop, &slowest_loop, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+      }
       if (rank == 0) {
-        printf("%s %ld %.9e %.9e %.9e %ld\n", colls[c], size, worst, best, sum / procs, n);
+        printf("%s %ld %.9e %.9e %.9e %ld %.9e\n", colls[c], size, worst, best, sum / procs, n, slowest_loop);
         fflush(stdout);
       }
     }
