@@ -29,7 +29,7 @@ def _exchange_all(b: ScheduleBuilder, m: int, send_to: np.ndarray, recv_from: np
     ``send_to[r]`` (``(P, k)`` arrays of ranks), with no dependencies between them: receives
     first, or interleaved one receive then one send.  Built in bulk, rank after rank, so a million
     messages take a second.  Returns the op ids, one row per rank in posting order, for the caller's
-    dependencies (:func:`_after`)."""
+    dependencies (:meth:`ScheduleBuilder.depend`)."""
     P, k = send_to.shape
     ranks = np.arange(P, dtype=np.int32)
     if recvs_first:
@@ -47,11 +47,6 @@ def _exchange_all(b: ScheduleBuilder, m: int, send_to: np.ndarray, recv_from: np
                  offset=offset, length=m, src_buf=np.where(copy, np.int8(Buf.SEND), np.int8(-1)),
                  src_offset=np.where(copy, offset, 0))
     return ids.reshape(P, 2 * k + 1)
-
-
-def _after(b: ScheduleBuilder, op: np.ndarray, on: np.ndarray) -> None:
-    """Each op of ``op`` requires the op of ``on`` beside it to complete (arrays of op ids alike)."""
-    b.depend(op, on, np.zeros(op.size, dtype=bool))
 
 
 @register("alltoall", "direct", source="paper 003 section 5 (Direct Exchange, LAM 6.5.2)", aliases=("linear",))
@@ -129,8 +124,8 @@ def _alltoall_pairwise(b: ScheduleBuilder, problem: Problem) -> None:
     at = _exchange_all(b, m, partners, partners, recvs_first=False)
     # a step's receive waits for both ops of the step before (the first for the copy); its send
     # is posted after it
-    _after(b, at[:, 1::2], at[:, 0:-1:2])
-    _after(b, at[:, 3::2], at[:, 1:-2:2])
+    b.depend(at[:, 1::2], at[:, 0:-1:2])
+    b.depend(at[:, 3::2], at[:, 1:-2:2])
 
 
 @register("alltoall", "recv_all_xor_sends", source="paper 001 Fig. 13 (Alltoall_B), eq. 19",
@@ -150,7 +145,7 @@ def _alltoall_xor(b: ScheduleBuilder, problem: Problem) -> None:
     xor = r ^ np.arange(1, span)[None, :]  # row r: r XOR 1, r XOR 2, ...: each rank's P - 1 partners below P
     others = np.broadcast_to(np.arange(P), (P, P))[~np.eye(P, dtype=bool)].reshape(P, P - 1)
     at = _exchange_all(b, m, xor[xor < P].reshape(P, P - 1), others)
-    _after(b, at[:, P + 1:], at[:, P:-1])  # each send after the one before
+    b.depend(at[:, P + 1:], at[:, P:-1])  # each send after the one before
 
 
 @register("alltoall", "bruck", source="Bruck et al. 1997; Thakur, Rabenseifner, Gropp 2005 (Bruck all-to-all)")
@@ -220,4 +215,4 @@ def _alltoall_throttled(b: ScheduleBuilder, problem: Problem, max_outstanding: i
     r, i = np.arange(P)[:, None], np.arange(1, P)[None, :]
     at = _exchange_all(b, m, (r + i) % P, (r - i) % P, recvs_first=False)
     # the i-th receive (send) waits for the (i-k)-th: 2 k places back in the interleaved row
-    _after(b, at[:, 1 + 2 * k:], at[:, 1:max(1, at.shape[1] - 2 * k)])
+    b.depend(at[:, 1 + 2 * k:], at[:, 1:max(1, at.shape[1] - 2 * k)])

@@ -557,7 +557,7 @@ class _OpList:
             on.append(np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count) + np.repeat(start, count))
         if ops:
             dep_op, dep_on = np.concatenate(ops), np.concatenate(on)
-            b.depend(ids[0] + dep_op, ids[0] + dep_on, np.zeros(len(dep_op), dtype=bool))
+            b.depend(ids[0] + dep_op, ids[0] + dep_on)
 
 
 @register("allreduce", "reduce_scatter_allgather", source="Rabenseifner 2004; Thakur, Rabenseifner, Gropp 2005",

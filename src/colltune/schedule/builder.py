@@ -194,11 +194,12 @@ class ScheduleBuilder:
         self._chunks.append(chunk)
         return ids
 
-    def depend(self, op: np.ndarray, on: np.ndarray, start: np.ndarray) -> None:
+    def depend(self, op: np.ndarray, on: np.ndarray, start: np.ndarray | None = None) -> None:
         """Add dependencies in bulk: op ``op[k]`` requires op ``on[k]`` (op ids as returned),
-        *irequires* where ``start[k]`` (it waits for that op's start, not its completion)."""
+        *irequires* where ``start[k]`` (it waits for that op's start, not its completion); without
+        ``start``, every one waits for completion."""
         op, on = np.asarray(op, dtype=np.int64).ravel(), np.asarray(on, dtype=np.int64).ravel()
-        start = np.asarray(start, dtype=bool).ravel()
+        start = np.zeros(len(op), dtype=bool) if start is None else np.asarray(start, dtype=bool).ravel()
         if not len(op) == len(on) == len(start):
             raise ScheduleError("depend: op, on and start must have one entry per dependency")
         bad = (on < 0) | (on >= op) | (op >= self._n)
