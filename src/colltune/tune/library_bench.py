@@ -542,10 +542,12 @@ def library_bench(table: DecisionTable, table_name: str, tools: Toolchain, procs
         if min(d) <= 0 or min(t) <= 0:
             raise LibraryBenchError(f"{key[0]} at {key[1]} B: a run timed 0 s; raise the iterations")
         mine, then = own.get(key, {}), extra_rounds.get(key, {})
-        figures = {f"{which}_{name}": statistics.median(values) if min(values) > 0 else None
-                   for which in ("default", "tuned") for name, field in (("ranks_mean", "mean"),
-                                                                          ("back_to_back", "back_to_back"))
-                   for values in [[getattr(run[key], field) for run in runs[which]]]}
+        figures: dict[str, float | None] = {}
+        for which in ("default", "tuned"):
+            means = [run[key].mean for run in runs[which]]
+            loops = [run[key].back_to_back for run in runs[which]]
+            figures[f"{which}_ranks_mean"] = statistics.median(means) if min(means) > 0 else None
+            figures[f"{which}_back_to_back"] = statistics.median(loops) if min(loops) > 0 else None  # 0: not timed
         cells.append(Cell(collective=key[0], size=key[1], default=statistics.median(d), tuned=statistics.median(t),
                           default_rounds=d, tuned_rounds=t, iterations=runs["default"][0][key].iterations, **figures,
                           forced={label: statistics.median(v) for label, v in mine.items()},
