@@ -140,8 +140,7 @@ def summary(path: Path, table: Path) -> dict[str, dict[str, float]]:
         cells = [c for c in results.cells if c.collective == coll]
         worst = min(cells, key=lambda c: c.checked_speedup[0])
         row = {"geomean": geomean([c.speedup for c in cells]), "worst": worst.checked_speedup[0],
-               **{f"geomean_{figure}": geomean(gains) for figure in ("ranks_mean", "back_to_back")
-                  for gains in [[getattr(c, f"{figure}_speedup") for c in cells]] if None not in gains},
+               **results.figure_geomeans(coll),
                "worst_size": worst.size, "below_0.95": sum(c.checked_speedup[0] < PLAYOFF_BELOW for c in cells),
                "below_0.95_before_playoff": sum(c.speedup < PLAYOFF_BELOW for c in cells), "sizes": len(cells)}
         over = [(best[1], best[0], c.size) for c in cells if (best := c.over_best)]

@@ -697,11 +697,7 @@ def print_library_bench(results: LibraryBench, output: str, as_json: bool) -> No
         worst = min(pairs, key=lambda p: p[1])
         summary[coll] = {"geomean": geomean([s for _, s in pairs]), "worst": {"size": worst[0], "speedup": worst[1]},
                          "speedups": {str(size): s for size, s in pairs}}
-        cells = [c for c in results.cells if c.collective == coll]
-        for figure in ("ranks_mean", "back_to_back"):
-            gains = [getattr(c, f"{figure}_speedup") for c in cells]
-            if None not in gains:
-                summary[coll][f"geomean_{figure}"] = geomean(gains)
+        summary[coll].update(results.figure_geomeans(coll))
         played = {str(c.size): s for c in results.cells if c.collective == coll
                   for s, from_playoff in [c.checked_speedup] if from_playoff}
         if played:

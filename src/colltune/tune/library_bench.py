@@ -388,6 +388,17 @@ class LibraryBench(ParamSet):
     def speedups(self, collective: str) -> list[tuple[int, float]]:
         return [(c.size, c.speedup) for c in self.cells if c.collective == collective]
 
+    def figure_geomeans(self, collective: str) -> dict[str, float]:
+        """``geomean_ranks_mean`` and ``geomean_back_to_back``: the geometric mean over the sizes of
+        ``collective`` of the gain by OSU's figure and back to back, each where every cell has it."""
+        cells = [c for c in self.cells if c.collective == collective]
+        out = {}
+        for figure in ("ranks_mean", "back_to_back"):
+            gains = [getattr(c, f"{figure}_speedup") for c in cells]
+            if None not in gains:
+                out[f"geomean_{figure}"] = geomean(gains)
+        return out
+
 
 def geomean(values: Sequence[float]) -> float:
     return math.exp(statistics.fmean(math.log(v) for v in values))
