@@ -534,31 +534,35 @@ class LongLines(Lines):
 STEEP = {"a": (1.0, 0.002), "b": (1.1, 0.0005)}
 
 
-def test_a_long_calls_crossover_is_placed_where_the_lines_through_its_timings_cross() -> None:
-    """Where calls are long, the boundary between the winners at 64 and 128 bytes goes where lines
-    through their prices there cross (b from 67 bytes, as bisecting to the byte finds where calls
-    are short), and nothing between the grid's sizes is timed."""
+@pytest.mark.parametrize("quick", [False, True])
+def test_a_long_calls_crossover_is_placed_where_the_lines_through_its_timings_cross(quick: bool) -> None:
+    """Where calls are long, and in a quick decision (a count below the job's) at any size, the
+    boundary between the winners at 64 and 128 bytes goes where lines through their prices there
+    cross (b from 67 bytes, as bisecting to the byte finds where calls are short), and nothing
+    between the grid's sizes is timed."""
     for pricer in (Lines(STEEP), LongLines(STEEP)):
         heard: list[str] = []
-        rules = Tuner(pricer, "bcast", 4, space=Space(("a", "b")), tolerance=0.01, say=heard.append).rules(GRID)
+        rules = Tuner(pricer, "bcast", 4, space=Space(("a", "b")), tolerance=0.01, say=heard.append,
+                      quick=quick).rules(GRID)
         assert [(r.algorithm, r.size_min) for r in rules] == [("a", 0), ("b", 67)]
-        assert bool(set(pricer.asked) - set(GRID)) == (type(pricer) is Lines)
+        bisected = type(pricer) is Lines and not quick
+        assert bool(set(pricer.asked) - set(GRID)) == bisected
         placed = [line for line in heard if "lines through" in line]
         said = ("bcast at P = 4: b {'x': 1} from 67 B, after a {'x': 1}, where lines through their timings at 64 "
                 "and 128 B cross (not timed between)")
-        assert placed == ([] if type(pricer) is Lines else [said])
+        assert placed == ([] if bisected else [said])
 
 
 @settings(max_examples=60)
 @given(st.lists(st.floats(0.1, 10), min_size=4, max_size=4), st.sampled_from([0.0, 0.01, 0.05, 0.2]),
-       st.sampled_from([Lines, LongLines]))
+       st.sampled_from([Lines, LongLines]), st.booleans())
 def test_every_size_gets_a_choice_within_the_tolerance_of_the_best(numbers: list[float], tolerance: float,
-                                                                   pricer: type[Lines]) -> None:
+                                                                   pricer: type[Lines], quick: bool) -> None:
     """With two candidates whose times are linear in the size, the rules give every size from 0 to
     the largest a choice within the tolerance of the faster, bisected or not, and where calls are
-    long (a rule's choice going on within the tolerance) too."""
+    long (a rule's choice going on within the tolerance) or the decision quick too."""
     cost = {"a": (numbers[0], numbers[1] / 100), "b": (numbers[2], numbers[3] / 100)}
-    rules = Tuner(pricer(cost), "bcast", 4, space=Space(("a", "b")), tolerance=tolerance).rules(GRID)
+    rules = Tuner(pricer(cost), "bcast", 4, space=Space(("a", "b")), tolerance=tolerance, quick=quick).rules(GRID)
     time = {name: (lambda s, c=c: c[0] + c[1] * s) for name, c in cost.items()}
     for size in range(GRID[-1] + 1):
         rule = next(r for r in rules if r.size_min <= size and (r.size_max is None or size <= r.size_max))
@@ -945,6 +949,17 @@ def test_a_call_timed_far_slower_than_at_the_size_below_is_timed_again_and_the_f
     for a_at_2k, a_at_4k in ((0.39e-3, 1.5e-3), (89e-3, 220e-3), (20e-3, 45e-3), (None, 4.86e-3)):
         got, calls, _ = run(a_at_2k, [a_at_4k, 0.1e-3])
         assert got == a_at_4k and calls.count(("a", 1, 4 * kib)) == 1, (a_at_2k, a_at_4k)
+    # the sparse grid's sizes four times apart: a bandwidth-bound call four times slower is no stall
+    for at_16k, again in ((4.5e-3, False), (7.9e-3, False), (8.1e-3, True)):
+        sizes = (4 * kib, 16 * kib)
+        predicted = BySizeTable({(n, x, s): 1.0 for n, x in ((NATIVE, 0), ("a", 1)) for s in sizes})
+        timer = Queued({(NATIVE, 0, 4 * kib): [1e-3], (NATIVE, 0, 16 * kib): [4e-3], ("a", 1, 4 * kib): [1e-3],
+                        ("a", 1, 16 * kib): [at_16k, 1e-4]})
+        hybrid = HybridPricer(predicted, timer, Space(("a",)), margin=0.5)
+        for size in sizes:
+            hybrid.price("bcast", NATIVE, 8, size, {})
+            got = hybrid.price("bcast", "a", 8, size, {"x": 1})[0]
+        assert (got, timer.calls.count(("a", 1, 16 * kib))) == ((1e-4, 2) if again else (at_16k, 1))
     # from 0 bytes, which send nothing, to 1 byte every call jumps: nothing is timed again
     predicted = BySizeTable({(n, x, s): 1.0 for n, x in ((NATIVE, 0), ("a", 1)) for s in (0, 1)})
     timer = Queued({(NATIVE, 0, 0): [2e-6], ("a", 1, 0): [1e-6], (NATIVE, 0, 1): [0.17e-3], ("a", 1, 1): [0.1e-3]})
@@ -1066,6 +1081,20 @@ def test_below_the_full_count_a_candidate_predicted_exactly_as_one_before_it_is_
     assert {(n, x) for q, n, x in timer.at if q == 2} == {(NATIVE, 0), ("a", 1)}
     assert hybrid.twin_of("bcast", 2, 2, ("a", (("x", 2),))) == ("a", (("x", 1),))
     assert hybrid.twin_of("bcast", 2, 2, ("b", (("x", 1),))) == (NATIVE, ())
+
+
+def test_below_the_full_count_the_first_candidate_predicted_exactly_as_native_is_not_timed() -> None:
+    """MPICH's scatter is its binomial tree at every count: b, the space's first candidate, is
+    predicted exactly native's time, and below the full count it is not timed, though it was the
+    fastest timed at the full count and no other candidate was predicted before it at that size."""
+    predicted = {(NATIVE, 0): 6.0, ("b", 1): 6.0, ("a", 1): 5.0, ("a", 2): 7.0}
+    # b read fastest at the full count (noise: it is native), so only the twin rule keeps it out below
+    timer = Recorder({(NATIVE, 0): 9.0, ("b", 1): 5.5, ("a", 1): 6.0, ("a", 2): 8.0})
+    hybrid = HybridPricer(Recorder(predicted), timer, Space(("b", "a")), margin=0.5, full=8)
+    tune_collective(hybrid, "bcast", [3, 8], 2, space=Space(("b", "a")), tolerance=0.05)
+    assert ("b", 1) in {(n, x) for q, n, x in timer.at if q == 8}
+    assert ("b", 1) not in {(n, x) for q, n, x in timer.at if q == 3}
+    assert (NATIVE, 0) in {(n, x) for q, n, x in timer.at if q == 3}
 
 
 def test_the_narrow_margin_is_the_whole_margin_where_the_best_prediction_is_zero() -> None:

@@ -22,8 +22,8 @@ At a few cheap sizes every candidate is timed whatever its prediction (:data:`CE
 model that puts an algorithm far behind cannot keep it out of the race at every size.
 
 A short call timed more than :data:`STALL_JUMP` times the same candidate's time at the previous
-sampled size is timed once more, and the faster timing counts: a stall spoils one timing, and a
-challenger is otherwise timed once per size.  So is a long call timed more than
+sampled size (for every doubling of the size between the two) is timed once more, and the faster
+timing counts: a stall spoils one timing, and a challenger is otherwise timed once per size.  So is a long call timed more than
 :data:`LONG_JUMP` times what its time at the previous sampled size would be if it grew with the
 size.
 
@@ -88,7 +88,10 @@ SHARE_POLL = 0.0005
 #: counts: the noise of a timing on a TCP network is one-sided (a stalled connection or a
 #: descheduled rank only adds time), and a challenger is otherwise timed once per size.  Doubling
 #: the size at most doubles the bytes a call sends; four times leaves room for a change of protocol
-#: between two sizes, which a second timing then confirms.
+#: between two sizes, which a second timing then confirms.  Between sizes further apart (the sparse
+#: grid's factor of four below the job's count) the bytes grow with the ratio of the sizes, and the
+#: limit is this times half that ratio: a bandwidth-bound call four times larger takes four times
+#: as long, which is no stall.
 STALL_JUMP = 4.0
 #: A timing of a long call (the timer's ``settle_call`` or more) more than this many times the same
 #: candidate's time at the previous sampled size scaled by the ratio of the sizes is timed once
@@ -245,8 +248,10 @@ class HybridPricer:
         """The first candidate before ``me`` in the space's order (``native`` first) predicted
         exactly ``me``'s time at ``(procs, size)``, or None.  Equal simulated times mean the same
         messages at the same moments, almost always the same schedule (at P = 2 most broadcasts
-        are one message, a tree of any radix the binomial one), and the tuner learns nothing from
-        timing a second of them."""
+        are one message, a tree of any radix the binomial one; MPICH's scatter and gather are its
+        binomial tree at every count), and the tuner learns nothing from timing a second of them.
+        The candidates before ``me`` are predicted here if they were not yet (``native`` is timed
+        before any prediction is asked for)."""
         mine = self._predicted.get((collective, procs, size, me))
         if not isinstance(mine, float):
             return None
@@ -254,8 +259,11 @@ class HybridPricer:
             other = choice(name, params)
             if other == me:
                 return None
-            if self._predicted.get((collective, procs, size, other)) == mine:
-                return other
+            try:
+                if self.predicted(collective, name, procs, size, params) == mine:
+                    return other
+            except Unavailable:
+                continue
         return None
 
     def fastest_in_full(self, collective: str, size: int) -> Choice | None:
@@ -375,7 +383,8 @@ class HybridPricer:
               params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
         """Time the candidate if it is a contender (:meth:`contender`); a short call (below
         :attr:`settle_call`) timed more than :attr:`jump` times its time at the previous sampled
-        size, if that is not 0 bytes, is timed once more, and the faster of the two counts
+        size, if that is not 0 bytes (and half the ratio of the sizes times that, where the two
+        are more than a factor of two apart), is timed once more, and the faster of the two counts
         (:data:`STALL_JUMP`); so is a longer call timed more than :attr:`long_jump` times that
         time scaled by the ratio of the sizes (:data:`LONG_JUMP`)."""
         verdict = self.contender(collective, algorithm, procs, size, params) if self.leader else None
@@ -389,7 +398,7 @@ class HybridPricer:
         below, times = self._before(collective, procs, size)
         before = times.get(choice(algorithm, params))
         if below > 0 and before is not None and (  # 0 bytes: no traffic
-                self.jump * before < t < self.settle_call or
+                self.jump * max(1.0, size / below / 2) * before < t < self.settle_call or
                 self.settle_call <= t and self.long_jump * before * size / below < t):
             t = min(t, self._time(collective, algorithm, procs, size, params)[0])
         timed = self._measured.setdefault((collective, procs, size), {})

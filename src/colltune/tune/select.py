@@ -232,7 +232,8 @@ class Tuner:
     #: timed again (:meth:`winner`).
     say: Callable[[str], None] | None = None
     #: A quick decision (at a count the pricer narrows, :func:`narrowed`): no second look
-    #: (:meth:`_second_look`) where a call is short.
+    #: (:meth:`_second_look`) where a call is short, and crossovers placed by lines through the
+    #: timings on both sides (:meth:`_refine`) rather than bisected.
     quick: bool = False
     #: With it, the prices are predictions: a sample's first candidate is, among those predicted
     #: faster than ``native`` and within :data:`colltune.tune.ties.PREDICTED_TIE` of the fastest,
@@ -553,16 +554,19 @@ class Tuner:
         every candidate on both sides of the crossover, in case a third one wins there; timed ones
         (with a tolerance) keep the two choices, since timing every contender twice more per
         crossover costs as much as the grid itself and its noise makes crossovers of its own.  Where
-        a call is long (timed prices, :meth:`_settles` at ``lo``), the boundary is not timed but
-        placed where the two are predicted to cross by lines through their timed prices at ``lo``
-        and ``hi`` (:meth:`_crossing`)."""
+        a call is long (timed prices, :meth:`_settles` at ``lo``), and in a quick decision
+        (:attr:`quick`) at any size, the boundary is not timed but placed where the two are
+        predicted to cross by lines through their timed prices at ``lo`` and ``hi``
+        (:meth:`_crossing`): a quick decision samples the sparse grid, whose rules a bisection
+        timed call by call (a dozen timings a crossover at the resolution) would refine far below
+        the spacing of the grid itself."""
         a, b = self.winner(lo), self.winner(hi)
         if a == b or hi - lo <= max(1, int(self.resolution * lo)) or depth > 8:
             return
         if self._interchangeable(a, b, lo, hi):
             return
         left, right = lo, hi
-        crossing = self._crossing(a, b, lo, hi) if self.tolerance and self._settles(lo) else None
+        crossing = self._crossing(a, b, lo, hi) if self.tolerance and (self._settles(lo) or self.quick) else None
         if crossing is not None:
             left, right = crossing - 1, crossing
             self._tell(f"{self.collective} at P = {self.procs}: {label(b)} from {crossing} B, after {label(a)}, "
