@@ -2,13 +2,16 @@
 count is timed by a timer made on the communicator of the job's first ranks (a fake timer here,
 which answers its communicator's size and the ranks that took part, and cannot time the barrier);
 every rank of the job gets rank 0's answer or its refusal, the ranks outside never time, and a
-count beyond the job is refused with one error naming it.
+count beyond the job is refused with one error naming it.  The hybrid tuner's timers time the
+counts below its full one with QUICK_TIMING of a timing's budget and fill.
 Usage: python -m mpi4py subcomms_check.py
 """
 
 from mpi4py import MPI
 
 from colltune.errors import ParameterError, Unavailable
+from colltune.tune.cli import _sub_timers
+from colltune.tune.timing import QUICK_TIMING, TIMING_BUDGET, TIMING_FILL
 from colltune.tune.subcomms import OnSubComms, SubComms, default_procs, job_procs
 
 comm = MPI.COMM_WORLD
@@ -70,4 +73,14 @@ else:
     raise AssertionError("a count not made was priced")
 share.Free()
 subs.free()
+
+# the hybrid tuner's timers: at the counts below the one it decides in full, shorter timings
+with _sub_timers(comm, wanted, None, 3, 1, quick_below=procs) as timers:
+    for p in wanted:
+        inner = timers.timer_at(p)
+        if (inner is None) != (me >= p):
+            raise AssertionError(f"rank {me}: a timer at P = {p}: {inner}")
+        scale = QUICK_TIMING if p < procs else 1.0
+        if inner is not None and (inner.budget, inner.fill) != (TIMING_BUDGET * scale, TIMING_FILL * scale):
+            raise AssertionError(f"rank {me}: P = {p} times with budget {inner.budget} s, fill {inner.fill} s")
 print(f"subcomms check passed: P={procs}, counts {wanted}", flush=True)

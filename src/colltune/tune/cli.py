@@ -321,18 +321,27 @@ def _job_procs(procs: str | None, size: int) -> list[int]:
 
 
 @contextlib.contextmanager
-def _sub_timers(comm: Any, procs_list: list[int], forcer: Any, reps: int, warmup: int) -> Iterator[Any]:
+def _sub_timers(comm: Any, procs_list: list[int], forcer: Any, reps: int, warmup: int,
+                quick_below: int | None = None) -> Iterator[Any]:
     """The timer of a tune in this job: colltune's algorithms (``forcer`` None) or the library's
     own, forced, on the communicator of the job's first ranks for each count of ``procs_list``
-    (:class:`colltune.tune.subcomms.OnSubComms`); the communicators are freed afterwards."""
+    (:class:`colltune.tune.subcomms.OnSubComms`); the communicators are freed afterwards.  At the
+    counts below ``quick_below`` (the count the hybrid tuner decides in full) a timing's budget and
+    fill are :data:`colltune.tune.timing.QUICK_TIMING` of the full count's."""
     from colltune.tune.measure import LibraryTimer, MeasurePricer
     from colltune.tune.subcomms import OnSubComms, SubComms
+    from colltune.tune.timing import QUICK_TIMING, TIMING_BUDGET, TIMING_FILL
+
+    def timer_for(on: Any) -> Any:
+        scale = QUICK_TIMING if quick_below is not None and on.Get_size() < quick_below else 1.0
+        lengths = {"budget": TIMING_BUDGET * scale, "fill": TIMING_FILL * scale}
+        return MeasurePricer(on, reps, warmup, **lengths) if forcer is None else \
+            LibraryTimer(on, forcer, reps, warmup, **lengths)
 
     subs = SubComms(comm, procs_list)
     results = comm.Dup()
     try:
-        yield OnSubComms(subs, (lambda on: MeasurePricer(on, reps, warmup)) if forcer is None else
-                         (lambda on: LibraryTimer(on, forcer, reps, warmup)), results)
+        yield OnSubComms(subs, timer_for, results)
     finally:
         results.Free()
         subs.free()
@@ -364,7 +373,7 @@ def _tune_hybrid(colls: list[str], procs: str | None, max_size: str | None, reps
         warm = _warm(comm, say, notes)
         verdicts = comm.Dup()
         try:
-            with _sub_timers(comm, procs_list, forcer, reps, warmup) as timer:
+            with _sub_timers(comm, procs_list, forcer, reps, warmup, quick_below=max(procs_list)) as timer:
                 if forcer is not None:
                     space: Any = LibrarySpace(target, promises)
                     predictor = LibraryPricer(predictor, target)

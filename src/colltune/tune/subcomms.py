@@ -128,7 +128,8 @@ class OnSubComms:
         """The job-size timer's ``mean_call`` (seconds; 0 if it has none)."""
         return float(getattr(self._timers[self.subs.comm.Get_size()], "mean_call", 0.0))
 
-    def _timer(self, procs: int) -> Pricer | None:
+    def timer_at(self, procs: int) -> Pricer | None:
+        """The timer of the first ``procs`` ranks (made on first use; None on the other ranks)."""
         sub = self.subs.of(procs)
         if sub is None:
             return None
@@ -138,7 +139,7 @@ class OnSubComms:
 
     def price(self, collective: str, algorithm: str, procs: int, size: int,
               params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
-        timer = self._timer(procs)
+        timer = self.timer_at(procs)
         if procs == self.subs.comm.Get_size():
             assert timer is not None
             return timer.price(collective, algorithm, procs, size, params)

@@ -52,6 +52,14 @@ TIMING_BUDGET = 1.0
 #: beside a timing's fixed cost (plan, barriers, warm-up).
 TIMING_FILL = 0.1
 FILL_FACTOR = 4
+#: The fraction of :data:`TIMING_BUDGET` and :data:`TIMING_FILL` a timing takes at the counts the
+#: hybrid tuner decides quickly (below the job's, :func:`colltune.tune.select.narrowed`): there a
+#: candidate is timed only where the job's count showed the model needs it, and a decision rests on
+#: one timing per candidate anyway, so half as many calls buy a tune of every count from 2 to 8
+#: within its time target (the counts below took half of it with whole timings) at a noisier
+#: decision; the job's own count, which the tuner decides with second looks, fresh jobs and
+#: in-order checks, keeps whole timings.
+QUICK_TIMING = 0.5
 #: Seconds every rank sleeps before each of the tuners' timings: the shortest
 #: :data:`colltune.tune.measure.REST` that clears the slow cases it describes, since the hybrid
 #: tuner makes about 1200 timings within its five-minute target.
@@ -211,4 +219,4 @@ def warm_network(comm: MPI.Comm, seconds: float) -> int:
     return rounds
 
 
-__all__ = ["FILL_FACTOR", "MEAN_CALL", "MIN_REPS", "TIMING_BUDGET", "TIMING_FILL", "TUNE_REST", "Forcing", "Timing", "buffers", "library_call", "time_calls", "time_forced", "warm_network"]
+__all__ = ["FILL_FACTOR", "MEAN_CALL", "MIN_REPS", "QUICK_TIMING", "TIMING_BUDGET", "TIMING_FILL", "TUNE_REST", "Forcing", "Timing", "buffers", "library_call", "time_calls", "time_forced", "warm_network"]
