@@ -23,9 +23,9 @@ model that puts an algorithm far behind cannot keep it out of the race at every 
 
 A short call timed more than :data:`STALL_JUMP` times the same candidate's time at the previous
 sampled size (for every doubling of the size between the two) is timed once more, and the faster
-timing counts: a stall spoils one timing, and a challenger is otherwise timed once per size.  So is a long call timed more than
-:data:`LONG_JUMP` times what its time at the previous sampled size would be if it grew with the
-size.
+timing counts: a stall spoils one timing, and a challenger is otherwise timed once per size.  So
+is a long call timed more than :data:`LONG_JUMP` times what its time at the previous sampled size
+would be if it grew with the size.
 
 At the process counts below the one tuned in full (``full``: the job's, which the tuner decides
 first, :func:`colltune.tune.select.tune_collective`), the race is narrowed to what that count's

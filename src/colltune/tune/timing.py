@@ -55,9 +55,9 @@ FILL_FACTOR = 4
 #: The fraction of :data:`TIMING_BUDGET` and :data:`TIMING_FILL` a timing takes at the counts the
 #: hybrid tuner decides quickly (below the job's, :func:`colltune.tune.select.narrowed`): there a
 #: candidate is timed only where the job's count showed the model needs it, and a decision rests on
-#: one timing per candidate anyway, so half as many calls buy a tune of every count from 2 to 8
-#: within its time target (the counts below took half of it with whole timings) at a noisier
-#: decision; the job's own count, which the tuner decides with second looks, fresh jobs and
+#: one timing per candidate anyway, so half as many calls buy a tune of every count from 2 to 8 on
+#: the testbed within its time target (450 s, of which the job's own count takes 250-320 s) at a
+#: noisier decision; the job's own count, which the tuner decides with second looks, fresh jobs and
 #: in-order checks, keeps whole timings.
 QUICK_TIMING = 0.5
 #: Seconds every rank sleeps before each of the tuners' timings: the shortest
