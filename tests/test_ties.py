@@ -9,7 +9,14 @@ from colltune.algorithms import REGISTRY
 from colltune.profiles.format import Provenance
 from colltune.tune import NATIVE, build_table
 from colltune.tune.select import REGISTRY_SPACE, candidates
-from colltune.tune.ties import PREDICTED_TIE, SETTLED_BYTES_PER_RANK, fewest_peers_first, peers, predicted_choice
+from colltune.tune.ties import (
+    PREDICTED_TIE,
+    SETTLED_BYTES_PER_RANK,
+    fewest_peers_first,
+    keeps_native,
+    peers,
+    predicted_choice,
+)
 
 
 def test_the_fewest_peers_win_only_within_the_window():
@@ -38,6 +45,15 @@ def test_the_predicted_choice_breaks_ties_by_peers_then_name():
     level = dict.fromkeys(time, 3)
     assert predicted_choice(list(time), time.__getitem__, level.__getitem__, str) == "a"  # equal peers: time, name
     assert predicted_choice(["d"], time.__getitem__, few.__getitem__, str) == "d"
+
+
+def test_native_is_the_predicted_choice_within_the_window_whatever_the_peers():
+    time = {NATIVE: 1.0, "a": 1.0 / (1 + PREDICTED_TIE / 2), "b": 2.0}
+    few = {NATIVE: 7, "a": 1, "b": 1}
+    assert predicted_choice(list(time), time.__getitem__, few.__getitem__, str) == NATIVE
+    time["a"] = 1.0 / (1 + 2 * PREDICTED_TIE)  # far enough ahead: the fastest replaces native
+    assert predicted_choice(list(time), time.__getitem__, few.__getitem__, str) == "a"
+    assert keeps_native(1.0, 1.0) and keeps_native(float("-inf"), 1.0) and not keeps_native(1.1, 1.0)
 
 
 def test_native_counts_as_the_algorithm_it_stands_for():
@@ -77,6 +93,23 @@ def test_a_predicted_crossover_between_near_ties_follows_the_peers():
     table = build_table(Close(), "simulate", ["allgather"], [8], 1 << 16, Provenance(source="tests"))
     assert table.lookup("allgather", 8, 0)[0] == "direct"
     assert {table.lookup("allgather", 8, s)[0] for s in (1, 2, 4095, 4096, 1 << 16)} == {"ring"}
+
+
+@pytest.mark.parametrize("method, lead, chosen", [("simulate", PREDICTED_TIE / 2, NATIVE),
+                                                  ("simulate", 2 * PREDICTED_TIE, "ring"),
+                                                  ("model", PREDICTED_TIE / 2, NATIVE),
+                                                  ("measure", PREDICTED_TIE / 2, "ring")])
+def test_a_predicting_tuner_keeps_native_unless_a_candidate_is_predicted_beyond_the_window(method, lead, chosen):
+    """An all-gather predicted ahead of native by ``lead`` (a fraction of its time) at every size
+    but 0: predictions keep native within the window, and replace it beyond; timings take any lead."""
+
+    class Ahead(Equal):
+        def price(self, collective, algorithm, procs, size, params):
+            t = 1e-3 * (1 + size / 1e6)
+            return {NATIVE: t, "ring": t / (1 + lead)}.get(algorithm, 5 * t), dict(params)
+
+    table = build_table(Ahead(), method, ["allgather"], [8], 1 << 16, Provenance(source="tests"))
+    assert {table.lookup("allgather", 8, s)[0] for s in (1, 4096, 1 << 16)} == {chosen}
 
 
 @pytest.mark.parametrize("collective", ["bcast", "scatter", "gather", "allgather", "alltoall", "reduce", "allreduce"])

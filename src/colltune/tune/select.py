@@ -44,7 +44,7 @@ from colltune.tune.native import native_equivalent, native_on_hosts
 from colltune.tune.promises import Promises
 from colltune.tune.search import SEARCH
 from colltune.tune.table import NATIVE, Block, Candidate, DecisionTable, Method, Rule, Sample
-from colltune.tune.ties import fewest_peers_first, peers, predicted_choice
+from colltune.tune.ties import fewest_peers_first, keeps_native, peers, predicted_choice
 
 
 Choice = tuple[str, tuple[tuple[str, Any], ...]]
@@ -236,9 +236,10 @@ class Tuner:
     #: timings on both sides (:meth:`_refine`) rather than bisected.
     quick: bool = False
     #: With it, the prices are predictions: a sample's first candidate is, among those predicted
-    #: faster than ``native`` and within :data:`colltune.tune.ties.PREDICTED_TIE` of the fastest,
-    #: the one with the fewest peers (:func:`colltune.tune.ties.fewest_peers_first`); ``native``
-    #: still keeps every size where no candidate is predicted faster.
+    #: ahead of ``native`` by more than :data:`colltune.tune.ties.PREDICTED_TIE` and within it of
+    #: the fastest, the one with the fewest peers (:func:`colltune.tune.ties.fewest_peers_first`);
+    #: ``native`` keeps every size where no candidate is predicted that far ahead of it
+    #: (:func:`colltune.tune.ties.keeps_native`).
     peers: PeerCount | None = None
 
     def sample(self, size: int) -> Sample:
@@ -272,7 +273,7 @@ class Tuner:
         found.sort(key=_order)
         if self.peers is not None:
             native = next((c.time for c in found if c.algorithm == NATIVE), -math.inf)
-            ahead = [c for c in found if c.algorithm != NATIVE and c.time < native]
+            ahead = [c for c in found if c.algorithm != NATIVE and not keeps_native(native, c.time)]
             if ahead:
                 first = fewest_peers_first(ahead, lambda c: c.time, lambda c: self._peers_of(
                     choice(c.algorithm, c.params), size), _order)[0]
@@ -347,6 +348,8 @@ class Tuner:
             return held
         if best[0] == NATIVE:
             return best
+        if self.peers is not None:  # predictions: a near-tie keeps native
+            return choice(NATIVE, {}) if keeps_native(native, fastest) else best
         # a lead below the tolerance is looked at again only where a call is short (_confirmed)
         if native <= fastest * (1 + (self.tolerance if settles else 0.0)) or not self._confirmed(best, size):
             return choice(NATIVE, {})
@@ -522,11 +525,10 @@ class Tuner:
 
     def _beats(self, a: Choice, b: Choice, size: int) -> bool:
         """True if ``a`` is at least as good as ``b`` at ``size`` (native wins ties; with
-        :attr:`peers`, a near-tie of two others goes to the one with fewer peers, as in
-        :meth:`sample`, while ``native`` keeps any size where it is not slower, as in
-        :meth:`_winner`)."""
+        :attr:`peers`, a near-tie goes to ``native``, and of two others to the one with fewer peers,
+        as in :meth:`sample` and :meth:`_winner`: :func:`colltune.tune.ties.predicted_choice`)."""
         ta, tb = self.time(a, size), self.time(b, size)
-        if self.peers is not None and NATIVE not in (a[0], b[0]):
+        if self.peers is not None:
             return predicted_choice([a, b], lambda ch: self.time(ch, size), lambda ch: self._peers_of(ch, size),
                                     lambda ch: ch[0]) == a
         return ta < tb or (ta == tb and (a[0] == NATIVE or b[0] != NATIVE))

@@ -11,6 +11,16 @@ waits for one.  In the fidelity runs, the candidate with fewer peers was the fas
 in most cells (the recursive-doubling barrier against the dissemination one, the ring all-gather
 against the direct one, the binomial gather against the synchronised linear one).
 
+Where ``native`` (the library's own choice) is one of a near-tie, it is the choice
+(:func:`keeps_native`): a lead that small says nothing of which is faster, and switching costs
+what the prediction leaves out.  colltune's executor runs a schedule call by call over the
+library's point-to-point (the interposition library adds its own cost on top), and a prediction
+leaves out the processor time each message takes where ranks share cores, which grows with the
+number of messages: on the testbed's hosts of several ranks (2 x 4, round-robin), a hierarchical
+reduction pipelined in 1 KiB segments, predicted 3 % ahead of MPICH's own at 64 KiB, ran 8 %
+behind it, and the scatter-allgather broadcast MPICH runs by default ran 2 % slower through
+colltune's executor than in MPICH (``benchmarks/nodes_testbed.py``).
+
 The window is the 5 % by which the fidelity benchmark counts a measured choice as
 good as the best: a smaller predicted lead is below the median error of the best predictors on the
 testbed, so it says nothing of which is faster.  Measured prices (the
@@ -79,11 +89,21 @@ def fewest_peers_first(items: Sequence[T], time: Callable[[T], float], peers_of:
     return [chosen, *(x for x in ranked if x is not chosen)]
 
 
+def keeps_native(native: float, fastest: float) -> bool:
+    """True if ``native``'s predicted time (s) is within :data:`PREDICTED_TIE` of the ``fastest``
+    predicted: then no candidate is predicted far enough ahead to replace the library's own choice
+    (see the module docstring)."""
+    return native <= fastest * (1 + PREDICTED_TIE)
+
+
 def predicted_choice(items: Sequence[T], time: Callable[[T], float], peers_of: Callable[[T], int],
                      name: Callable[[T], str]) -> T:
     """The choice among priced ``items`` (at least one) that the tuner's predicted methods make:
-    the fastest ``time`` (s), a near-tie going to the fewest ``peers_of``
-    (:func:`fewest_peers_first`), then to the first ``name`` in alphabetical order.  The probe's
-    check by choices and the fidelity benchmark call it too, so that they judge what the tuner
-    chooses."""
+    ``native`` where it is one of them and :func:`keeps_native`, else the fastest ``time`` (s), a
+    near-tie going to the fewest ``peers_of`` (:func:`fewest_peers_first`), then to the first
+    ``name`` in alphabetical order.  The probe's check by choices and the fidelity benchmark call
+    it too, so that they judge what the tuner chooses."""
+    native = [x for x in items if name(x) == NATIVE]
+    if native and keeps_native(time(native[0]), min(time(x) for x in items)):
+        return native[0]
     return fewest_peers_first(items, time, peers_of, lambda x: (time(x), name(x)))[0]
