@@ -1,5 +1,6 @@
 """How a prediction's near-ties are broken: among the candidates predicted within
-:data:`PREDICTED_TIE` of the fastest, the one whose busiest rank talks to the fewest peers.
+:data:`PREDICTED_TIE` of the fastest, ``native`` where it is one of them, else the one whose
+busiest rank talks to the fewest peers.
 
 A prediction cannot tell apart candidates whose predicted times differ by less than its own error,
 and where several algorithms move the same bytes over the same links it prices them exactly alike
@@ -19,7 +20,9 @@ leaves out the processor time each message takes where ranks share cores, which 
 number of messages: on the testbed's hosts of several ranks (2 x 4, round-robin), a hierarchical
 reduction pipelined in 1 KiB segments, predicted 3 % ahead of MPICH's own at 64 KiB, ran 8 %
 behind it, and the scatter-allgather broadcast MPICH runs by default ran 2 % slower through
-colltune's executor than in MPICH (``benchmarks/nodes_testbed.py``).
+colltune's executor than in MPICH (``benchmarks/nodes_testbed.py``).  The same cost can exceed the
+window: there an all-reduce pipelined in 1 KiB segments, predicted 11 % ahead, ran 21 % behind;
+only timing the contenders in the job (the ``hybrid`` method) sees it.
 
 The window is the 5 % by which the fidelity benchmark counts a measured choice as
 good as the best: a smaller predicted lead is below the median error of the best predictors on the
