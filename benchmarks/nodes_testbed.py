@@ -192,8 +192,8 @@ def _write_results(args: argparse.Namespace, runs: dict[tuple[str, str, str], li
         what = (f"On the testbed ({args.link} star) with several ranks per host, block or round-robin: the "
                 "default probe without a topology, then the OSU-like C client with MPICH's defaults against "
                 f"colltune's table (flat and hierarchical algorithms, tuned by tune --method {args.preload_method} "
-                "on the probed profile) through LD_PRELOAD, and against the MPICH export of a tune --library mpich (MPICH's "
-                "containers and node-aware compositions, timed in the job)")
+                "on the probed profile) through LD_PRELOAD, and against the MPICH export of a tune --library mpich "
+                "(MPICH's containers and node-aware compositions, timed in the job)")
     path = save(__file__, args.results, title=f"Hosts of several ranks: what colltune gains a C program ({mpi})",
                 what=f"{what}; speedup = default / with colltune, medians of {args.rounds} alternating rounds; each "
                      "configuration run from a fresh testbed (probe, tune, bench) several times.",
