@@ -102,11 +102,14 @@ def keeps_native(native: float, fastest: float) -> bool:
 def predicted_choice(items: Sequence[T], time: Callable[[T], float], peers_of: Callable[[T], int],
                      name: Callable[[T], str]) -> T:
     """The choice among priced ``items`` (at least one) that the tuner's predicted methods make:
-    ``native`` where it is one of them and :func:`keeps_native`, else the fastest ``time`` (s), a
-    near-tie going to the fewest ``peers_of`` (:func:`fewest_peers_first`), then to the first
-    ``name`` in alphabetical order.  The probe's check by choices and the fidelity benchmark call
-    it too, so that they judge what the tuner chooses."""
-    native = [x for x in items if name(x) == NATIVE]
-    if native and keeps_native(time(native[0]), min(time(x) for x in items)):
-        return native[0]
+    ``native`` where it is one of them and :func:`keeps_native`, else, of the items predicted that
+    far ahead of it (all, without ``native``), the fastest ``time`` (s), a near-tie going to the
+    fewest ``peers_of`` (:func:`fewest_peers_first`), then to the first ``name`` in alphabetical
+    order: as :meth:`colltune.tune.select.Tuner.sample` orders a sample.  The probe's check by
+    choices and the fidelity benchmark call it too, so that they judge what the tuner chooses."""
+    native = next((x for x in items if name(x) == NATIVE), None)
+    if native is not None:
+        items = [x for x in items if x is not native and not keeps_native(time(native), time(x))]
+        if not items:
+            return native
     return fewest_peers_first(items, time, peers_of, lambda x: (time(x), name(x)))[0]
