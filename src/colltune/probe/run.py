@@ -150,6 +150,11 @@ class Plan:
     duplex_sizes: tuple[int, ...] = (64 * KiB,)  # bytes per message of the shifts one way and both ways
     cpu_sizes: tuple[int, ...] = (1,)  # bytes per message of the shifts of all ranks and of two
     cpu_reps: int = 40
+    #: Bytes per message of the round trips between two ranks of one host.  They reach 4 MiB, whose
+    #: copies (about 1 ms one way at the few GB/s measured here) outlast a wait for a core where
+    #: ranks share cores; up to 64 KiB the copies add 30 us, less than such a wait in a median of 7,
+    #: so that a fit over those sizes alone can find no slope.
+    memory_sizes: tuple[int, ...] = (0, 1, 256, 4 * KiB, 64 * KiB, 256 * KiB, 1024 * KiB, 4096 * KiB)
 
     def trains(self) -> list[int]:
         """n of PRTT(n, ., s) at each size: ``train``, shortened to ``train_bytes`` of messages."""
@@ -352,7 +357,7 @@ def probe(comm: MPI.Comm, mode: str = "default", sizes: Sequence[int] | None = N
         return _run(comm, mode, sizes, name, topology, progress,
                     None if topology is not None else lambda rate, burst: host_topology(labels, rate, burst))
     plan = plan_for(mode, sizes)
-    within = shared_memory_rtt(comm, groups, plan.sizes, plan.reps, plan.warmup)
+    within = shared_memory_rtt(comm, groups, plan.memory_sizes, plan.reps, plan.warmup)
     pairs = Meter(comm, plan.reps, plan.warmup).all_pairs()  # every rank, in concurrent pairs
     leaders = [g[0] for g in groups]
     sub = comm.Split(0 if me in leaders else MPI.UNDEFINED, me)
