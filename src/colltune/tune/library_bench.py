@@ -35,7 +35,8 @@ the choice of the best did not see.
 The same holds for the file against the defaults, cell by cell: a benchmark of some fifty cells
 with a few rounds each finds some cells slow by chance, also where the file runs what the library
 runs by itself.  So where the file is below :data:`PLAYOFF_BELOW` of
-the defaults at some size, the defaults join that collective's playoff, and the cell's verdict
+the defaults at some size, the defaults join that collective's playoff (with or without forced
+runs, and for colltune's table through ``LD_PRELOAD`` as for an exported file), and the cell's verdict
 (:attr:`Cell.checked_speedup`) comes from the playoff rounds; :attr:`Cell.speedup`, over the rounds
 every cell had, stays the gain.  A playoff runs the sizes from the smallest up to the largest in
 doubt, as the rounds did (a size's time can depend on the algorithm of the size before it).
@@ -473,9 +474,9 @@ def library_bench(table: DecisionTable, table_name: str, tools: Toolchain, procs
     for ``iterations`` calls or ``min_time`` seconds, whichever is more (:data:`MIN_TIME`), each run
     after ``network_warmup`` seconds of traffic between every pair of ranks (:data:`colltune.tune.warmup.NETWORK_WARMUP`); with
     ``forced``, each round also forces each of the library's own algorithms in turn
-    (:func:`forced_runs`), and ``playoff`` rounds follow for the collectives where one of them beat
-    the file by more than :data:`PLAYOFF_OVER` (:func:`_rivals`) or the file was below
-    :data:`PLAYOFF_BELOW` of the defaults (:func:`_doubted`), at the sizes up to the largest in doubt.
+    (:func:`forced_runs`); ``playoff`` rounds follow for the collectives where the file was below
+    :data:`PLAYOFF_BELOW` of the defaults (:func:`_doubted`) or one of the forced algorithms beat it
+    by more than :data:`PLAYOFF_OVER` (:func:`_rivals`), at the sizes up to the largest in doubt.
     With ``preload``, the client runs colltune's own table through the interposition library
     (``LD_PRELOAD``, :func:`preloaded`) instead of the library's file; on a testbed, ``placement``
     puts the ranks on its hosts.  With ``back_to_back``, the runs with the defaults and with the
@@ -483,9 +484,8 @@ def library_bench(table: DecisionTable, table_name: str, tools: Toolchain, procs
     if rounds < 1 or iterations < 1 or warmup < 0 or not min_time >= 0 or not network_warmup >= 0:
         raise LibraryBenchError("rounds and iterations must be at least 1, warm-up, the minimum time and the "
                                 "network's warm-up at least 0")
-    if playoff < 0 or (playoff and not forced):
-        raise LibraryBenchError("playoff rounds compare the file with forced algorithms: they need forced runs and "
-                                "cannot be negative")
+    if playoff < 0:
+        raise LibraryBenchError(f"playoff rounds cannot be negative, not {playoff}")
     if procs is None and testbed is None:
         raise LibraryBenchError("give the number of ranks (-n) for a local run")
     if forced and tools.library not in _catalogued():
