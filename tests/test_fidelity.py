@@ -21,6 +21,7 @@ from colltune.profiles.format import Provenance
 from colltune.report.fidelity import (
     CLAIMS,
     Claim,
+    checked_best_within,
     FidelityCase,
     FidelityError,
     FidelityResults,
@@ -31,6 +32,7 @@ from colltune.report.fidelity import (
     fidelity_figure,
     predict_cases,
     predicted_best,
+    playoff_pairs,
     predictors,
     read_fidelity,
     with_measured,
@@ -72,6 +74,22 @@ def test_errors_best_share_and_regret_by_hand():
     assert q.cases == 5 and q.cells == 2 and q.best_within == 2
     assert q.regret == pytest.approx(math.sqrt(1.0 * 2.08 / 2.0))
     assert q.best_share == 1.0
+
+
+def test_a_playoff_judges_the_cells_whose_choice_is_not_the_measured_fastest_by_its_own_rounds():
+    """The cells whose predicted choice is not the measured fastest are the playoff's pairs; a cell
+    whose two algorithms both ran in the playoff is judged by the medians of those rounds, either
+    way, the others as in the rounds."""
+    assert playoff_pairs(CASES, "p", 4) == {("bcast", 10): ("b", "a")}
+    assert playoff_pairs(CASES, "q", 4) == {("bcast", 20): ("c", "d")}
+    assert checked_best_within(CASES, "p", 4, {}) == fidelity(CASES, "p", 4).best_within == 2
+    level = {("bcast", 10): {"b": [1.0, 1.02, 0.99], "a": [1.0, 1.0, 1.01]}}
+    assert checked_best_within(CASES, "p", 4, level) == 3  # b ran as fast as a: the rounds' 1.1 was chance
+    behind = {("bcast", 10): {"b": [1.2, 1.1, 1.3], "a": [1.0, 1.0, 1.0]}}
+    assert checked_best_within(CASES, "p", 4, behind) == 2
+    assert checked_best_within(CASES, "p", 4, {("bcast", 10): {"b": [1.0]}}) == 2  # a did not run: the rounds
+    # q's choice c was within 5 % in the rounds (2.08 against 2.0), 10 % behind in the playoff
+    assert checked_best_within(CASES, "q", 4, {("bcast", 20): {"c": [2.2, 2.2], "d": [2.0, 2.0]}}) == 1
 
 
 def test_regret_counts_algorithms_the_predictor_cannot_price():
@@ -203,12 +221,14 @@ def test_a_small_fidelity_run_on_a_four_host_testbed_predicts_within_a_bound(tmp
     every broadcast, gather and all-to-all at 64 KiB in two rounds, the second in another order,
     and a third for the cases that ran below 10 ms in one of them; the profile's default predictor
     (over the topology, for an endpoint model) prices every case with a median error within 30 %,
-    and the claims print."""
+    the cells whose predicted choice is not the measured fastest run both again in two playoff
+    rounds, and the claims print."""
     from helpers import run_bounded
 
     res = run_bounded([sys.executable, str(ROOT / "benchmarks" / "fidelity_testbed.py"), "--shapes", "star",
                        "--hosts", "4", "--collectives", "bcast,gather,alltoall", "--sizes", "64KiB", "--probe",
                        "quick", "--rounds", "2", "--short-rounds", "3", "--reps", "3", "--warmup", "1",
+                       "--playoff", "2",
                        "--testbed", "ctfid", "--keep", str(tmp_path), "--results", str(tmp_path / "results")],
                       600, "the fidelity benchmark")
     assert res.returncode == 0, f"stdout:\n{res.stdout[-3000:]}\nstderr:\n{res.stderr[-3000:]}"
@@ -227,6 +247,12 @@ def test_a_small_fidelity_run_on_a_four_host_testbed_predicts_within_a_bound(tmp
     assert len(measured) == sum(len(candidates(c)) for c in ("bcast", "gather", "alltoall"))
     f = fidelity(measured, results.default_predictor, results.procs)
     assert f.cases == len(measured) and f.median_error <= 0.30, f
+    # each cell whose predicted choice is not the measured fastest: both again in 2 playoff rounds
+    pairs = playoff_pairs(measured, results.default_predictor, results.procs)
+    played = json.loads((tmp_path / "playoff-star.json").read_text())["cases"] if pairs else []
+    assert sorted((c["collective"], c["size"], c["algorithm"]) for c in played) == \
+        sorted((coll, size, name) for (coll, size), two in pairs.items() for name in two)
+    assert all(len(c["rounds"]) == 2 and min(c["rounds"]) > 0 for c in played)
     assert "paper 000 gather coordinated / flat_tree 64 KiB: measured" in res.stdout
     assert "ctfid" not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
     assert (tmp_path / "results" / "fidelity_testbed.json").is_file()  # not into benchmarks/results

@@ -266,6 +266,48 @@ def fidelity(cases: Sequence[FidelityCase], predictor: str, procs: int) -> Fidel
                     regret=statistics.geometric_mean(ratios) if ratios else math.nan)
 
 
+#: A playoff's figures: per cell (collective, size), per algorithm, its time (s) in each playoff round.
+Playoff = dict[tuple[str, int], dict[str, Sequence[float]]]
+
+
+def playoff_pairs(cases: Sequence[FidelityCase], predictor: str, procs: int) -> dict[tuple[str, int], tuple[str, str]]:
+    """Per cell that counts for ``predictor`` and whose choice is not the measured fastest: the
+    algorithms ``(chosen, fastest)``, which a playoff times again (:func:`checked_best_within`)."""
+    out = {}
+    for key, cell in _cells(cases).items():
+        priced = [c for c in cell if predictor in c.predicted]
+        if len(priced) < 2:
+            continue
+        chosen, fastest = predicted_best(priced, predictor, procs), min(cell, key=lambda c: c.median)
+        if chosen.algorithm != fastest.algorithm:
+            out[key] = (chosen.algorithm, fastest.algorithm)
+    return out
+
+
+def checked_best_within(cases: Sequence[FidelityCase], predictor: str, procs: int, playoff: Playoff) -> int:
+    """The cells whose predicted choice is within 5 % of the measured fastest, as :func:`fidelity`
+    counts them, except that a cell whose choice and fastest both ran in ``playoff`` rounds is
+    judged by the medians of those rounds alone.
+
+    Why: the fastest of a cell is the least of some ten medians of a few noisy rounds each, biased
+    low; a choice that ran as fast is found behind it by chance, and one that ran behind ahead of
+    it.  Fresh rounds of the two, which the choice of the fastest did not see, compare them without
+    that bias (the same reason as :data:`colltune.tune.library_bench.PLAYOFF_OVER`'s playoff)."""
+    within = 0
+    for key, cell in _cells(cases).items():
+        priced = [c for c in cell if predictor in c.predicted]
+        if len(priced) < 2:
+            continue
+        chosen, fastest = predicted_best(priced, predictor, procs), min(cell, key=lambda c: c.median)
+        rounds = playoff.get(key, {})
+        if chosen.algorithm != fastest.algorithm and rounds.get(chosen.algorithm) and rounds.get(fastest.algorithm):
+            mine, best = (statistics.median(rounds[a]) for a in (chosen.algorithm, fastest.algorithm))
+        else:
+            mine, best = chosen.median, fastest.median
+        within += mine <= (1 + BEST_TOLERANCE) * best
+    return within
+
+
 def fidelities(results: FidelityResults) -> list[Fidelity]:
     """Every predictor's figures, best median error first."""
     names = sorted({name for c in results.cases for name in c.predicted})

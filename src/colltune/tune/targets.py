@@ -31,7 +31,7 @@ from typing import Any
 from colltune.models import Unavailable
 from colltune.tune.libraries import openmpi_rule_problem
 from colltune.tune.promises import Promises
-from colltune.tune.native import NATIVE
+from colltune.tune.native import NATIVE, composition, native_equivalent
 from colltune.tune.search import SEARCH
 
 Params = dict[str, Any]
@@ -156,8 +156,6 @@ def _composition(collective: str) -> Callable[[int, int, Params], tuple[str, Par
     default algorithm at the leaders' level (:func:`colltune.tune.native.native_equivalent`, taken
     at P rather than at the count of nodes, which the catalogue does not know) and trees within
     the hosts: the shape of :func:`colltune.tune.native.native_on_hosts`."""
-    from colltune.tune.native import composition, native_equivalent
-
     return lambda procs, size, p: composition(collective, native_equivalent(collective, procs, size)[0])
 
 
@@ -442,8 +440,6 @@ def runs_by_itself(library: str, collective: str, procs: int, size: int, ch: tup
     as a registry algorithm, what the library runs by itself at ``size`` bytes on ``procs`` ranks
     (MPICH: :func:`colltune.tune.native.native_equivalent`; False for other libraries, whose
     default choice colltune does not model)."""
-    from colltune.tune.native import native_equivalent
-
     name, params = ch
     if library != "mpich" or name == NATIVE:
         return name == NATIVE
