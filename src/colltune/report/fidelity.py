@@ -246,17 +246,23 @@ def predicted_best(cell: Sequence[FidelityCase], predictor: str, procs: int) -> 
                             lambda c: c.algorithm)
 
 
+def _choices(cases: Sequence[FidelityCase], predictor: str,
+             procs: int) -> Iterable[tuple[tuple[str, int], FidelityCase, FidelityCase]]:
+    """Per cell that counts for ``predictor`` (it prices at least two of its algorithms): the cell,
+    the case ``predictor`` chooses (:func:`predicted_best`) and the case measured fastest."""
+    for key, cell in _cells(cases).items():
+        priced = [c for c in cell if predictor in c.predicted]
+        if len(priced) >= 2:
+            yield key, predicted_best(priced, predictor, procs), min(cell, key=lambda c: c.median)
+
+
 def fidelity(cases: Sequence[FidelityCase], predictor: str, procs: int) -> Fidelity:
     """``predictor``'s figures over ``cases`` (timed at ``procs`` ranks)."""
     errors = relative_errors(cases, predictor)
     within = 0
     ratios = []
-    for cell in _cells(cases).values():
-        priced = [c for c in cell if predictor in c.predicted]
-        if len(priced) < 2:
-            continue
-        chosen = predicted_best(priced, predictor, procs)
-        best = min(c.median for c in cell)
+    for _, chosen, fastest in _choices(cases, predictor, procs):
+        best = fastest.median
         ratios.append(chosen.median / best)
         within += chosen.median <= (1 + BEST_TOLERANCE) * best
     return Fidelity(predictor=predictor, cases=len(errors),
@@ -273,15 +279,8 @@ Playoff = dict[tuple[str, int], dict[str, Sequence[float]]]
 def playoff_pairs(cases: Sequence[FidelityCase], predictor: str, procs: int) -> dict[tuple[str, int], tuple[str, str]]:
     """Per cell that counts for ``predictor`` and whose choice is not the measured fastest: the
     algorithms ``(chosen, fastest)``, which a playoff times again (:func:`checked_best_within`)."""
-    out = {}
-    for key, cell in _cells(cases).items():
-        priced = [c for c in cell if predictor in c.predicted]
-        if len(priced) < 2:
-            continue
-        chosen, fastest = predicted_best(priced, predictor, procs), min(cell, key=lambda c: c.median)
-        if chosen.algorithm != fastest.algorithm:
-            out[key] = (chosen.algorithm, fastest.algorithm)
-    return out
+    return {key: (chosen.algorithm, fastest.algorithm) for key, chosen, fastest in _choices(cases, predictor, procs)
+            if chosen.algorithm != fastest.algorithm}
 
 
 def checked_best_within(cases: Sequence[FidelityCase], predictor: str, procs: int, playoff: Playoff) -> int:
@@ -294,11 +293,7 @@ def checked_best_within(cases: Sequence[FidelityCase], predictor: str, procs: in
     it.  Fresh rounds of the two, which the choice of the fastest did not see, compare them without
     that bias (the same reason as :data:`colltune.tune.library_bench.PLAYOFF_OVER`'s playoff)."""
     within = 0
-    for key, cell in _cells(cases).items():
-        priced = [c for c in cell if predictor in c.predicted]
-        if len(priced) < 2:
-            continue
-        chosen, fastest = predicted_best(priced, predictor, procs), min(cell, key=lambda c: c.median)
+    for key, chosen, fastest in _choices(cases, predictor, procs):
         rounds = playoff.get(key, {})
         if chosen.algorithm != fastest.algorithm and rounds.get(chosen.algorithm) and rounds.get(fastest.algorithm):
             mine, best = (statistics.median(rounds[a]) for a in (chosen.algorithm, fastest.algorithm))
