@@ -247,7 +247,7 @@ def run_shape(shape: str, args: argparse.Namespace, d: Path) -> Path:
 
             results = read_fidelity(path)
             measured = [c for c in results.cases if c.algorithm != "native"]
-            pairs = playoff_pairs(measured, results.default_predictor, results.procs)
+            pairs = playoff_pairs(measured, results.default_predictor, results.procs, results.hosts)
             (d / f"playoff-{tag(shape)}.json").unlink(missing_ok=True)
             if pairs:
                 print(f"[{shape}] playoff of {len(pairs)} cells whose predicted choice is not the measured fastest "
@@ -290,7 +290,8 @@ def predict_shape(shape: str, args: argparse.Namespace, d: Path, probe_s: float 
     results = FidelityResults(network=f"{shape} {args.hosts} hosts {args.link}", procs=timed["procs"],
                               profile=str(d / f"profile-{tag(shape)}.json"),
                               default_predictor=default_predictor(profile, timed["procs"]),
-                              probe_seconds=probe_s, provenance=Provenance(**prov.model_dump()), cases=tuple(cases))
+                              probe_seconds=probe_s, hosts=topology.host_labels(timed["procs"]),
+                              provenance=Provenance(**prov.model_dump()), cases=tuple(cases))
     path = d / f"fidelity-{tag(shape)}.json"
     write_atomic(path, results.to_json())
     return path
@@ -341,7 +342,8 @@ def report(path: Path, plot: Path | None, also: str | None = None,
     results = results.model_copy(update={"cases": tuple(c for c in results.cases if c.algorithm != "native")})
     figures = fidelities(results)
     if playoff:
-        checked = checked_best_within(results.cases, results.default_predictor, results.procs, playoff)
+        checked = checked_best_within(results.cases, results.default_predictor, results.procs, playoff,
+                                      results.hosts)
         print(f"\n{results.default_predictor}: {checked} cells within 5 % after the playoff of {len(playoff)} cells")
     probe = "" if results.probe_seconds is None else f"; probe {results.probe_seconds:.0f} s"
     print(f"\n{results.network}, P = {results.procs}: {len(results.cases)} cases{probe}; default predictor "
@@ -486,7 +488,7 @@ def write_results(d: Path, args: argparse.Namespace) -> None:
         claims = claim_outcomes(results.cases)
         agree = sum(o.agrees(f.predictor) for o in claims if f.predictor in o.predicted)
         playoff = read_playoff(d, shape)
-        checked = checked_best_within(results.cases, f.predictor, results.procs, playoff)
+        checked = checked_best_within(results.cases, f.predictor, results.procs, playoff, results.hosts)
         rows.append((shape, f.predictor, None if results.probe_seconds is None else round(results.probe_seconds),
                      f.cases, round(f.median_error, 4), round(f.p90_error, 4), f"{checked} of {f.cells}",
                      f"{f.best_within} of {f.cells}", len(playoff), round(f.regret, 4), f"{agree} of {len(claims)}"))

@@ -111,6 +111,23 @@ def test_a_near_tie_goes_to_the_algorithm_whose_ranks_talk_to_fewer_peers(behind
     assert f.best_within == (chosen == "recursive_doubling")
 
 
+def test_a_near_tie_counts_the_peers_on_other_hosts_than_the_results_place_the_ranks_on():
+    """Broadcasts from rank 0 predicted alike at P = 8: one rank per host, the chain (2 peers) is
+    chosen over the binomial tree (3); on two hosts of four ranks both have one peer over the
+    network and the binomial tree, measured the faster, comes first by name.  A results file keeps
+    the hosts, and its figures count on them."""
+    cell = [case("bcast", "chain", 4096, 1.2, p=1.0), case("bcast", "binomial_tree", 4096, 1.0, p=1.0)]
+    hosts = (0, 0, 0, 0, 1, 1, 1, 1)
+    assert predicted_best(cell, "p", 8).algorithm == "chain"
+    assert predicted_best(cell, "p", 8, hosts).algorithm == "binomial_tree"
+    assert playoff_pairs(cell, "p", 8) == {("bcast", 4096): ("chain", "binomial_tree")}
+    assert playoff_pairs(cell, "p", 8, hosts) == {}
+    results = FidelityResults(network="star", procs=8, profile="p.json", default_predictor="p", hosts=hosts,
+                              provenance=PROV, cases=tuple(cell))
+    assert [f.best_within for f in fidelities(results)] == [1]
+    assert [f.best_within for f in fidelities(results.model_copy(update={"hosts": None}))] == [0]
+
+
 def test_another_runs_times_score_as_a_predictor_matched_by_case():
     """``with_measured``: each case gets the other run's median of the same collective, algorithm,
     size and parameters; a run scored against itself has no error and no regret."""

@@ -159,6 +159,21 @@ def test_max_peers_counts_the_distinct_ranks_one_rank_talks_to() -> None:
     assert ScheduleBuilder(1, recv_bytes=4).build().max_peers == 0
 
 
+def test_max_remote_peers_counts_only_the_ranks_on_other_hosts() -> None:
+    """Rank 0 talks to ranks 1, 2 and 3: on hosts (0, 0, 1, 1) two of them are on another host;
+    on one host none; without hosts all three; labels for the wrong number of ranks are an error."""
+    b = ScheduleBuilder(4, recv_bytes=4)
+    for peer in (1, 2, 3):
+        b.send(0, peer, R)
+    s = b.build()
+    assert s.max_remote_peers((0, 0, 1, 1)) == 2
+    assert s.max_remote_peers((5, 5, 5, 5)) == 0
+    assert s.max_remote_peers(None) == s.max_peers == 3
+    assert s.max_remote_peers((0, 1, 2, 3)) == 3
+    with pytest.raises(ScheduleError, match="3 labels for a schedule of 4 ranks"):
+        s.max_remote_peers((0, 0, 1))
+
+
 @pytest.mark.parametrize("procs", [1, 2, 3, 5, 8, 13, 64])
 def test_max_peers_of_registered_algorithms_in_closed_form(procs: int) -> None:
     from colltune.algorithms import REGISTRY

@@ -63,6 +63,43 @@ def test_native_counts_as_the_algorithm_it_stands_for():
     assert peers("allgather", NATIVE, 8, 4096, {}) == peers("allgather", name, 8, 4096, params)
 
 
+#: Two hosts of four ranks each, placed by blocks.
+TWO_BY_FOUR = (0, 0, 0, 0, 1, 1, 1, 1)
+
+
+def test_on_hosts_of_several_ranks_only_the_peers_over_the_network_count():
+    """On two hosts of four ranks (block), a binomial broadcast from rank 0 reaches one rank of
+    the other host (of its 3 peers), the chain one (of 2), the flat tree four (of 7); the
+    hierarchical broadcast, built on those hosts, one; native counts as MPICH's composition there."""
+    from colltune.tune.native import native_on_hosts
+
+    assert [peers("bcast", a, 8, 4096, {}) for a in ("binomial_tree", "chain", "flat_tree")] == [3, 2, 7]
+    assert [peers("bcast", a, 8, 4096, {}, TWO_BY_FOUR) for a in ("binomial_tree", "chain", "flat_tree")] == [1, 1, 4]
+    assert peers("bcast", "hierarchical", 8, 4096, {}, TWO_BY_FOUR) == 1
+    assert peers("barrier", "dissemination", 8, 0, {}, TWO_BY_FOUR) == 3
+    name, params = native_on_hosts("bcast", TWO_BY_FOUR, 4096)
+    assert name == "hierarchical"
+    assert peers("bcast", NATIVE, 8, 4096, {}, TWO_BY_FOUR) == peers("bcast", name, 8, 4096, params, TWO_BY_FOUR)
+    # one rank per host: every peer counts, as without hosts
+    assert peers("bcast", "binomial_tree", 8, 4096, {}, tuple(range(8))) == 3
+
+
+@pytest.mark.parametrize("per_host, placement", [(2, "block"), (4, "round-robin")])
+def test_peers_of_hierarchical_algorithms_are_counted_where_they_no_longer_change_with_the_size(per_host, placement):
+    """Every hierarchical candidate the tuner tries on 8 ranks of hosts of ``per_host`` has, at 4 and
+    256 KiB, the network peers of its schedule at SETTLED_BYTES_PER_RANK bytes per rank."""
+    from colltune.sim import star
+    from colltune.tune.select import space_on
+
+    topology = star(8 // per_host, 12.5e6).placed(per_host, placement)
+    hosts, space = topology.host_labels(), space_on(topology, [8])
+    for collective in ("bcast", "scatter", "gather", "allgather", "alltoall", "reduce", "allreduce"):
+        for size in (4096, 1 << 18):
+            for params in space.combos(collective, "hierarchical", 8, size):
+                schedule = REGISTRY.get(collective, "hierarchical").schedule(8, 0, size, hosts=hosts, **params)
+                assert peers(collective, "hierarchical", 8, size, params, hosts) == schedule.max_remote_peers(hosts)
+
+
 class Equal:
     """Prices every candidate of a collective alike (1 ms; native 2 ms), as a model that moves the
     same bytes over the same links would."""
@@ -93,6 +130,35 @@ def test_a_predicted_crossover_between_near_ties_follows_the_peers():
     table = build_table(Close(), "simulate", ["allgather"], [8], 1 << 16, Provenance(source="tests"))
     assert table.lookup("allgather", 8, 0)[0] == "direct"
     assert {table.lookup("allgather", 8, s)[0] for s in (1, 2, 4095, 4096, 1 << 16)} == {"ring"}
+
+
+class Placed(Equal):
+    """Equal prices, the ranks placed on :data:`TWO_BY_FOUR` (as a simulator over a topology)."""
+
+    def hosts(self, procs):
+        return TWO_BY_FOUR[:procs]
+
+
+@pytest.mark.parametrize("pricer, chosen", [(Equal(), "chain"), (Placed(), "binomial_tree")])
+def test_a_tuner_counts_the_peers_on_other_hosts_than_where_its_pricer_places_the_ranks(pricer, chosen):
+    """Broadcasts predicted alike at P = 8: with one rank per host the chain (2 peers) has the
+    fewest; on two hosts of four ranks the binomial tree has one peer over the network, as the
+    chain has, and its name comes first."""
+    table = build_table(pricer, "simulate", ["bcast"], [8], 4096, Provenance(source="tests"))
+    assert table.lookup("bcast", 8, 4096)[0] == chosen
+
+
+def test_the_simulators_pricer_places_the_ranks_as_its_topology_does():
+    from colltune.profiles import load_profile
+    from colltune.sim import star
+    from colltune.tune import SimPricer
+    from colltune.tune.ties import placed_hosts
+
+    profile = load_profile("builtin:ethernet-10g-tcp")
+    topology = star(4, 12.5e6).placed(2, "block")
+    assert SimPricer(profile.params("hockney"), "hockney", topology).hosts(8) == (0, 0, 1, 1, 2, 2, 3, 3)
+    assert SimPricer(profile.params("hockney"), "hockney", None).hosts(8) is None
+    assert placed_hosts(Equal(), 8) is None and placed_hosts(Placed(), 8) == TWO_BY_FOUR
 
 
 @pytest.mark.parametrize("method, lead, chosen", [("simulate", PREDICTED_TIE / 2, NATIVE),

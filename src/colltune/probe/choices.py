@@ -78,15 +78,16 @@ def price_cells(models: Models, procs: int, networks: Sequence[str], sizes: Sequ
     return prices
 
 
-def model_choices(prices: Prices, procs: int) -> dict[str, dict[Cell, str]]:
+def model_choices(prices: Prices, procs: int, hosts: tuple[int, ...] | None = None) -> dict[str, dict[Cell, str]]:
     """Which algorithm each network model of ``prices`` (:func:`price_cells`) chooses in each of
-    its cells at ``procs`` ranks: its fastest, with near-ties broken as the tuner breaks them."""
+    its cells at ``procs`` ranks on ``hosts`` (a host label per rank; None: one rank per host): its
+    fastest, with near-ties broken as the tuner breaks them."""
     choices: dict[str, dict[Cell, str]] = {}
     for net, cells in prices.items():
         choices[net] = {}
         for (coll, size), priced in cells.items():
             choices[net][(coll, size)] = predicted_choice(
-                sorted(priced), priced.__getitem__, lambda name, c=coll, s=size: peers(c, name, procs, s, {}), str)
+                sorted(priced), priced.__getitem__, lambda name, c=coll, s=size: peers(c, name, procs, s, {}, hosts), str)
     return choices
 
 

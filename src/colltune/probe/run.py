@@ -753,7 +753,8 @@ def _check_by_choices(models: Models, P: int, cases: list[Case], checks: Sequenc
     extra = discriminating_cases(models, P, first, sizes, cases, len(CHECKS), topology)
     finalists = sorted(first, key=lambda n: (first[n], n))[:FINALISTS]
     prices = price_cells(models, P, finalists, sizes, topology)
-    choices = model_choices(prices, P)
+    placed = topology is not None and len(topology.hosts) >= P
+    choices = model_choices(prices, P, topology.host_labels(P) if placed else None)
     contested = disputed(choices)
     chosen = [case for case in contested if case not in cases and case not in extra]
     short = short_cases(contested, prices, MEAN_CALL)

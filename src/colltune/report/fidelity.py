@@ -81,6 +81,8 @@ class FidelityResults(ParamSet):
     profile: str = Field(description="the profile the predictions come from")
     default_predictor: str = Field(description="the predictor of the profile's default network model")
     probe_seconds: float | None = Field(None, ge=0, description="how long the probe took, s")
+    hosts: tuple[int, ...] | None = Field(None, description="the host of each rank, a label per rank (None: one rank "
+                                                              "per host), on which near-ties are broken")
     provenance: Provenance
     cases: tuple[FidelityCase, ...]
 
@@ -235,33 +237,37 @@ def _cells(cases: Sequence[FidelityCase]) -> dict[tuple[str, int], list[Fidelity
     return cells
 
 
-def predicted_best(cell: Sequence[FidelityCase], predictor: str, procs: int) -> FidelityCase:
+def predicted_best(cell: Sequence[FidelityCase], predictor: str, procs: int,
+                   hosts: tuple[int, ...] | None = None) -> FidelityCase:
     """The case of one (collective, size) cell that ``predictor`` chooses, as the tuner would: the
     fastest predicted, except that among those within :data:`colltune.tune.ties.PREDICTED_TIE` of
-    it ``native`` where it is one, else the one with the fewest peers
-    (:func:`colltune.tune.ties.predicted_choice`), then the first in alphabetical order."""
+    it ``native`` where it is one, else the one with the fewest peers on other hosts (``hosts``
+    labels each rank's host; None: one rank per host; :func:`colltune.tune.ties.predicted_choice`),
+    then the first in alphabetical order."""
     priced = [c for c in cell if predictor in c.predicted]
     return predicted_choice(priced, lambda c: c.predicted[predictor],
-                            lambda c: peers(c.collective, c.algorithm, procs, c.size, dict(c.params)),
+                            lambda c: peers(c.collective, c.algorithm, procs, c.size, dict(c.params), hosts),
                             lambda c: c.algorithm)
 
 
-def _choices(cases: Sequence[FidelityCase], predictor: str,
-             procs: int) -> Iterable[tuple[tuple[str, int], FidelityCase, FidelityCase]]:
+def _choices(cases: Sequence[FidelityCase], predictor: str, procs: int,
+             hosts: tuple[int, ...] | None) -> Iterable[tuple[tuple[str, int], FidelityCase, FidelityCase]]:
     """Per cell that counts for ``predictor`` (it prices at least two of its algorithms): the cell,
     the case ``predictor`` chooses (:func:`predicted_best`) and the case measured fastest."""
     for key, cell in _cells(cases).items():
         priced = [c for c in cell if predictor in c.predicted]
         if len(priced) >= 2:
-            yield key, predicted_best(priced, predictor, procs), min(cell, key=lambda c: c.median)
+            yield key, predicted_best(priced, predictor, procs, hosts), min(cell, key=lambda c: c.median)
 
 
-def fidelity(cases: Sequence[FidelityCase], predictor: str, procs: int) -> Fidelity:
-    """``predictor``'s figures over ``cases`` (timed at ``procs`` ranks)."""
+def fidelity(cases: Sequence[FidelityCase], predictor: str, procs: int,
+             hosts: tuple[int, ...] | None = None) -> Fidelity:
+    """``predictor``'s figures over ``cases`` (timed at ``procs`` ranks on ``hosts``, a host label
+    per rank; None: one rank per host)."""
     errors = relative_errors(cases, predictor)
     within = 0
     ratios = []
-    for _, chosen, fastest in _choices(cases, predictor, procs):
+    for _, chosen, fastest in _choices(cases, predictor, procs, hosts):
         best = fastest.median
         ratios.append(chosen.median / best)
         within += chosen.median <= (1 + BEST_TOLERANCE) * best
@@ -276,14 +282,17 @@ def fidelity(cases: Sequence[FidelityCase], predictor: str, procs: int) -> Fidel
 Playoff = dict[tuple[str, int], dict[str, Sequence[float]]]
 
 
-def playoff_pairs(cases: Sequence[FidelityCase], predictor: str, procs: int) -> dict[tuple[str, int], tuple[str, str]]:
+def playoff_pairs(cases: Sequence[FidelityCase], predictor: str, procs: int,
+                  hosts: tuple[int, ...] | None = None) -> dict[tuple[str, int], tuple[str, str]]:
     """Per cell that counts for ``predictor`` and whose choice is not the measured fastest: the
     algorithms ``(chosen, fastest)``, which a playoff times again (:func:`checked_best_within`)."""
-    return {key: (chosen.algorithm, fastest.algorithm) for key, chosen, fastest in _choices(cases, predictor, procs)
+    return {key: (chosen.algorithm, fastest.algorithm)
+            for key, chosen, fastest in _choices(cases, predictor, procs, hosts)
             if chosen.algorithm != fastest.algorithm}
 
 
-def checked_best_within(cases: Sequence[FidelityCase], predictor: str, procs: int, playoff: Playoff) -> int:
+def checked_best_within(cases: Sequence[FidelityCase], predictor: str, procs: int, playoff: Playoff,
+                        hosts: tuple[int, ...] | None = None) -> int:
     """The cells whose predicted choice is within 5 % of the measured fastest, as :func:`fidelity`
     counts them, except that a cell whose choice and fastest both ran in ``playoff`` rounds is
     judged by the medians of those rounds alone.
@@ -293,7 +302,7 @@ def checked_best_within(cases: Sequence[FidelityCase], predictor: str, procs: in
     it.  Fresh rounds of the two, which the choice of the fastest did not see, compare them without
     that bias (the same reason as :data:`colltune.tune.library_bench.PLAYOFF_OVER`'s playoff)."""
     within = 0
-    for key, chosen, fastest in _choices(cases, predictor, procs):
+    for key, chosen, fastest in _choices(cases, predictor, procs, hosts):
         rounds = playoff.get(key, {})
         if chosen.algorithm != fastest.algorithm and rounds.get(chosen.algorithm) and rounds.get(fastest.algorithm):
             mine, best = (statistics.median(rounds[a]) for a in (chosen.algorithm, fastest.algorithm))
@@ -306,7 +315,7 @@ def checked_best_within(cases: Sequence[FidelityCase], predictor: str, procs: in
 def fidelities(results: FidelityResults) -> list[Fidelity]:
     """Every predictor's figures, best median error first."""
     names = sorted({name for c in results.cases for name in c.predicted})
-    out = [fidelity(results.cases, name, results.procs) for name in names]
+    out = [fidelity(results.cases, name, results.procs, results.hosts) for name in names]
     return sorted(out, key=lambda f: (f.median_error, f.predictor))
 
 
@@ -319,7 +328,7 @@ def fidelity_figure(results: FidelityResults, names: Sequence[str]) -> Any:
     times = [c.median for c in results.cases] + [t for c in results.cases for t in c.predicted.values() if t > 0]
     lo, hi = min(times) * 1e3 / 1.5, max(times) * 1e3 * 1.5
     for ax, name in zip(axes.flat, names, strict=True):
-        f = fidelity(results.cases, name, results.procs)
+        f = fidelity(results.cases, name, results.procs, results.hosts)
         for i, coll in enumerate(colls):
             pts = [(c.median * 1e3, c.predicted[name] * 1e3) for c in results.cases
                    if c.collective == coll and c.predicted.get(name, 0) > 0]

@@ -43,7 +43,7 @@ or ``SCRATCH``.  All sizes and offsets are in bytes, delays in seconds.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
@@ -179,10 +179,25 @@ class Schedule:
     @property
     def max_peers(self) -> int:
         """The most distinct ranks one rank sends to or receives from (0 without messages;
-        wildcard sources are not counted): over TCP, the most connections one rank uses."""
+        wildcard sources are not counted): over TCP with one rank per host, the most connections
+        one rank uses."""
+        return self.max_remote_peers(None)
+
+    def max_remote_peers(self, hosts: Sequence[int] | None) -> int:
+        """The most distinct ranks on hosts other than its own that one rank sends to or receives
+        from, ``hosts[r]`` labelling rank r's host (``None``: every rank on a host of its own); 0
+        without such messages; wildcard sources are not counted.  Over TCP, the most network
+        connections one rank uses: ranks of one host talk through shared memory, without one."""
         c = self.columns
         talk = ((c["kind"] == Kind.SEND) | (c["kind"] == Kind.RECV)) & (c["peer"] >= 0)
-        pairs = np.unique(c["rank"][talk].astype(np.int64) * self.procs + c["peer"][talk])
+        rank, peer = c["rank"][talk].astype(np.int64), c["peer"][talk].astype(np.int64)
+        if hosts is not None:
+            if len(hosts) != self.procs:
+                raise ScheduleError(f"hosts: {len(hosts)} labels for a schedule of {self.procs} ranks")
+            label = np.asarray(hosts)
+            apart = label[rank] != label[peer]
+            rank, peer = rank[apart], peer[apart]
+        pairs = np.unique(rank * self.procs + peer)
         return int(np.bincount(pairs // self.procs).max()) if len(pairs) else 0
 
     @property

@@ -44,7 +44,7 @@ from colltune.tune.native import native_equivalent, native_on_hosts
 from colltune.tune.promises import Promises
 from colltune.tune.search import SEARCH
 from colltune.tune.table import NATIVE, Block, Candidate, DecisionTable, Method, Rule, Sample
-from colltune.tune.ties import fewest_peers_first, keeps_native, peers, predicted_choice
+from colltune.tune.ties import fewest_peers_first, keeps_native, peers, placed_hosts, predicted_choice
 
 
 Choice = tuple[str, tuple[tuple[str, Any], ...]]
@@ -81,6 +81,14 @@ class Pricer(Protocol):
 #: broken.
 PeerCount = Callable[[str, str, int, int, dict[str, Any]], int]
 
+def peer_count(pricer: Pricer) -> PeerCount:
+    """The :data:`PeerCount` of ``pricer``'s predictions: :func:`colltune.tune.ties.peers` on the
+    hosts where it places the ranks (:func:`colltune.tune.ties.placed_hosts`)."""
+    def count(collective: str, algorithm: str, procs: int, size: int, params: dict[str, Any]) -> int:
+        return peers(collective, algorithm, procs, size, params, placed_hosts(pricer, procs))
+    return count
+
+
 #: The methods whose prices are predictions (:mod:`colltune.tune.ties` breaks their near-ties).
 PREDICTED: tuple[Method, ...] = ("model", "simulate")
 
@@ -111,6 +119,12 @@ class SimPricer:
     params: ParamSet
     network: str
     topology: Topology | None = None
+
+    def hosts(self, procs: int) -> tuple[int, ...] | None:
+        """The host label of each of ``procs`` ranks where the topology places them (None: one
+        rank per host)."""
+        topo = topology_for(self.topology, self.network, procs)
+        return topo.host_labels() if topo is not None else None
 
     def price(self, collective: str, algorithm: str, procs: int, size: int,
               params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
@@ -738,7 +752,7 @@ def build_table(pricer: Pricer, method: Method, collectives: Iterable[str], proc
         raise ParameterError(f"process counts must be >= 1, got {list(procs_list)}")
     if max_size < 0:
         raise ParameterError(f"the largest size must be >= 0 bytes, got {max_size}")
-    count: PeerCount | None = peers if method in PREDICTED else None
+    count: PeerCount | None = peer_count(pricer) if method in PREDICTED else None
     if space is None:
         space = REGISTRY_SPACE
         if library != "colltune":

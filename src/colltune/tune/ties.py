@@ -5,12 +5,15 @@ busiest rank talks to the fewest peers.
 A prediction cannot tell apart candidates whose predicted times differ by less than its own error,
 and where several algorithms move the same bytes over the same links it prices them exactly alike
 (four all-to-alls and the ring and direct all-gathers of 4 KiB on a switch, say).  What separates
-such candidates on a TCP network is how many ranks each rank exchanges messages with
-(:attr:`colltune.schedule.Schedule.max_peers`): each peer is a connection of its own, with its own
-window, acknowledgements and progress to poll, and where ranks share cores each connection's work
-waits for one.  In the fidelity runs, the candidate with fewer peers was the faster of such a pair
-in most cells (the recursive-doubling barrier against the dissemination one, the ring all-gather
-against the direct one, the binomial gather against the synchronised linear one).
+such candidates on a TCP network is how many ranks on other hosts each rank exchanges messages
+with (:meth:`colltune.schedule.Schedule.max_remote_peers`): each is a connection of its own, with
+its own window, acknowledgements and progress to poll, and where ranks share cores each
+connection's work waits for one.  Ranks of one host talk through shared memory, queues without
+windows or acknowledgements, so they do not count: on hosts of several ranks, a chain or a
+binomial tree placed by blocks has one peer over the network, as many as a hierarchical one.  In
+the fidelity runs, the candidate with fewer peers was the faster of such a pair in most cells (the
+recursive-doubling barrier against the dissemination one, the ring all-gather against the direct
+one, the binomial gather against the synchronised linear one).
 
 Where ``native`` (the library's own choice) is one of a near-tie, it is the choice
 (:func:`keeps_native`): a lead that small says nothing of which is faster, and switching costs
@@ -35,10 +38,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from colltune.algorithms import REGISTRY
-from colltune.tune.native import NATIVE, native_equivalent
+from colltune.tune.native import NATIVE, native_equivalent, native_on_hosts
 
 #: Predicted times within this fraction of the fastest are a tie (see the module docstring).
 PREDICTED_TIE = 0.05
@@ -57,22 +60,46 @@ SETTLED_BYTES_PER_RANK = 8
 T = TypeVar("T")
 
 
-def peers(collective: str, algorithm: str, procs: int, size: int, params: dict[str, Any]) -> int:
-    """The most distinct ranks one rank of ``algorithm``'s schedule (root 0, blocks of ``size``
-    bytes, ``procs`` ranks) exchanges messages with, counted on its schedule at no more than
-    :data:`SETTLED_BYTES_PER_RANK` bytes per rank; ``native`` counts as the registry algorithm it
-    stands for at ``size`` (:func:`colltune.tune.native.native_equivalent`)."""
+def peers(collective: str, algorithm: str, procs: int, size: int, params: dict[str, Any],
+          hosts: tuple[int, ...] | None = None) -> int:
+    """The most distinct ranks on other hosts that one rank of ``algorithm``'s schedule (root 0,
+    blocks of ``size`` bytes, ``procs`` ranks) exchanges messages with: its network connections
+    (:meth:`colltune.schedule.Schedule.max_remote_peers`), counted on its schedule at no more than
+    :data:`SETTLED_BYTES_PER_RANK` bytes per rank.  ``hosts`` labels each rank's host (a
+    hierarchical algorithm is built on them); ``None``, every rank is on a host of its own and
+    every peer counts.  ``native`` counts as what MPICH runs on those hosts
+    (:func:`colltune.tune.native.native_on_hosts`)."""
     if algorithm == NATIVE:
-        algorithm, params = native_equivalent(collective, procs, size)
+        algorithm, params = (native_on_hosts(collective, hosts, size) if hosts is not None else
+                             native_equivalent(collective, procs, size))
     frozen = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in params.items()))
-    return _peers_at(collective, algorithm, procs, min(size, SETTLED_BYTES_PER_RANK * procs), frozen)
+    return _peers_at(collective, algorithm, procs, min(size, SETTLED_BYTES_PER_RANK * procs), frozen, hosts)
 
 
 @functools.lru_cache(maxsize=4096)
-def _peers_at(collective: str, algorithm: str, procs: int, size: int, params: tuple[tuple[str, Any], ...]) -> int:
-    """:attr:`colltune.schedule.Schedule.max_peers` of one registry schedule (a pure function of
-    its arguments, so remembered: a tune asks it of the same choices at every bisected size)."""
-    return REGISTRY.get(collective, algorithm).schedule(procs, 0, size, **dict(params)).max_peers
+def _peers_at(collective: str, algorithm: str, procs: int, size: int, params: tuple[tuple[str, Any], ...],
+              hosts: tuple[int, ...] | None) -> int:
+    """:meth:`colltune.schedule.Schedule.max_remote_peers` of one registry schedule (a pure
+    function of its arguments, so remembered: a tune asks it of the same choices at every bisected
+    size)."""
+    alg = REGISTRY.get(collective, algorithm)
+    schedule = alg.schedule(procs, 0, size, hosts=hosts if alg.hierarchical else None, **dict(params))
+    return schedule.max_remote_peers(hosts)
+
+
+@runtime_checkable
+class Placing(Protocol):
+    """A pricer that says where it places the ranks (:meth:`colltune.tune.select.SimPricer.hosts`)."""
+
+    def hosts(self, procs: int) -> tuple[int, ...] | None:
+        """The host label of each of ``procs`` ranks (None: each on a host of its own)."""
+
+
+def placed_hosts(pricer: object, procs: int) -> tuple[int, ...] | None:
+    """Where ``pricer`` places ``procs`` ranks, as :func:`peers` reads it: its ``hosts(procs)``
+    where it has one (:class:`Placing`), else None (an analytic model's ranks, each on a host of
+    its own)."""
+    return pricer.hosts(procs) if isinstance(pricer, Placing) else None
 
 
 def fewest_peers_first(items: Sequence[T], time: Callable[[T], float], peers_of: Callable[[T], int],
