@@ -87,7 +87,8 @@ def model_choices(prices: Prices, procs: int, hosts: tuple[int, ...] | None = No
         choices[net] = {}
         for (coll, size), priced in cells.items():
             choices[net][(coll, size)] = predicted_choice(
-                sorted(priced), priced.__getitem__, lambda name, c=coll, s=size: peers(c, name, procs, s, {}, hosts), str)
+                sorted(priced), priced.__getitem__,
+                lambda name, c=coll, s=size: peers(c, name, procs, s, {}, hosts), str)
     return choices
 
 
