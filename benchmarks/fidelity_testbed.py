@@ -278,7 +278,8 @@ def predict_shape(shape: str, args: argparse.Namespace, d: Path, probe_s: float 
     timed = json.loads((d / f"times-{tag(shape)}.json").read_text())
     cases = kept_cases(timed)
     print(f"[{shape}] predicting {len(cases)} cases ...", flush=True)
-    cases = predict_cases(cases, timed["procs"], predictors(profile, topology))
+    hosts = topology.host_labels(timed["procs"])
+    cases = predict_cases(cases, timed["procs"], predictors(profile, topology), hosts)
     if args.against:  # another run's measured times as a predictor: the benchmark's repeatability
         kept = Path(args.against) / f"times-{tag(shape)}.json"
         if not kept.is_file():
@@ -290,7 +291,7 @@ def predict_shape(shape: str, args: argparse.Namespace, d: Path, probe_s: float 
     results = FidelityResults(network=f"{shape} {args.hosts} hosts {args.link}", procs=timed["procs"],
                               profile=str(d / f"profile-{tag(shape)}.json"),
                               default_predictor=default_predictor(profile, timed["procs"]),
-                              probe_seconds=probe_s, hosts=topology.host_labels(timed["procs"]),
+                              probe_seconds=probe_s, hosts=hosts,
                               provenance=Provenance(**prov.model_dump()), cases=tuple(cases))
     path = d / f"fidelity-{tag(shape)}.json"
     write_atomic(path, results.to_json())

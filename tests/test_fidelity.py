@@ -171,6 +171,25 @@ def test_predictors_price_every_case_and_native_as_mpich_runs_it():
     assert all(t >= 0 and math.isfinite(t) for t in chain.values())
 
 
+def test_native_is_priced_as_mpichs_composition_where_hosts_hold_several_ranks():
+    """On 2 hosts of 2 ranks (round-robin) MPICH broadcasts by its node-aware composition: ``native`` is priced
+    as colltune's hierarchical equivalent on the topology's hosts, as the tuner prices it."""
+    from colltune.tune.native import native_on_hosts
+
+    profile = load_profile("builtin:ethernet-10g-tcp")
+    topology = star(2, 1.25e7).placed(2, "round-robin").model_copy(update={"shared_memory": (2e-6, 5e9)})
+    hosts = topology.host_labels()
+    fns = {"s": predictors(profile, topology)["simulate:hockney@topology"]}
+    native = predict_cases([case("bcast", "native", 65536, 1e-3)], 4, fns, hosts)[0].predicted["s"]
+    name, params = native_on_hosts("bcast", hosts, 65536)
+    assert name == "hierarchical"
+    assert native == pytest.approx(fns["s"]("bcast", name, 4, 65536, params))
+    flat = predict_cases([case("bcast", "native", 65536, 1e-3)], 4, fns)[0].predicted["s"]
+    alone, alone_params = native_equivalent("bcast", 4, 65536)
+    assert flat == pytest.approx(fns["s"]("bcast", alone, 4, 65536, alone_params))
+    assert native < flat  # the composition crosses each host's link once, the flat tree more often
+
+
 def test_results_file_round_trips_and_bad_files_name_the_field(tmp_path):
     results = FidelityResults(network="star 4 hosts", procs=4, profile="p.json", default_predictor="p",
                               provenance=PROV, cases=tuple(CASES))
