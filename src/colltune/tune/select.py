@@ -81,6 +81,7 @@ class Pricer(Protocol):
 #: broken.
 PeerCount = Callable[[str, str, int, int, dict[str, Any]], int]
 
+
 def peer_count(pricer: Pricer) -> PeerCount:
     """The :data:`PeerCount` of ``pricer``'s predictions: :func:`colltune.tune.ties.peers` on the
     hosts where it places the ranks (:func:`colltune.tune.ties.placed_hosts`)."""
