@@ -42,7 +42,7 @@ from colltune.profiles.format import Profile, Provenance
 from colltune.report.figure import pyplot
 from colltune.sim import NETWORKS, Topology, profile_network, simulate, topology_for
 from colltune.sim.calls import steady_call
-from colltune.tune.native import native_equivalent, native_on_hosts
+from colltune.tune.native import native_placed
 from colltune.tune.table import NATIVE
 from colltune.tune.ties import peers, predicted_choice
 
@@ -176,15 +176,14 @@ def predict_cases(cases: Iterable[FidelityCase], procs: int, fns: dict[str, Pred
                   hosts: tuple[int, ...] | None = None) -> list[FidelityCase]:
     """``cases`` with every predictor of ``fns`` that can price them filled in; ``native`` is
     priced as the registry algorithm MPICH runs by default on ranks on ``hosts`` (a host label per
-    rank: :func:`colltune.tune.native.native_on_hosts`, as the tuner prices it), or with one rank
-    per host (None: :func:`native_equivalent`)."""
+    rank; None: one rank per host), as the tuner prices it
+    (:func:`colltune.tune.native.native_placed`)."""
     out = []
     for case in cases:
         predicted = dict(case.predicted)
         algorithm, params = case.algorithm, dict(case.params)
         if algorithm == NATIVE:
-            algorithm, params = (native_on_hosts(case.collective, hosts, case.size) if hosts is not None else
-                                 native_equivalent(case.collective, procs, case.size))
+            algorithm, params = native_placed(case.collective, procs, case.size, hosts)
         for name, fn in fns.items():
             try:
                 t = fn(case.collective, algorithm, procs, case.size, params)

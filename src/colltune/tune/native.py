@@ -89,6 +89,14 @@ def native_on_hosts(collective: str, hosts: tuple[int, ...], size: int) -> tuple
     return composition(collective, native_equivalent(collective, count, size)[0])
 
 
+def native_placed(collective: str, procs: int, size: int,
+                  hosts: tuple[int, ...] | None = None) -> tuple[str, dict[str, Any]]:
+    """What MPICH runs by default for ``collective`` on ``procs`` ranks with ``size`` bytes per
+    block: on ``hosts`` (a host label per rank) :func:`native_on_hosts`, without them (one rank per
+    host) :func:`native_equivalent`."""
+    return native_on_hosts(collective, hosts, size) if hosts is not None else native_equivalent(collective, procs, size)
+
+
 def composition(collective: str, inter: str) -> tuple[str, dict[str, Any]]:
     """MPICH's node-aware composition (alpha) of ``collective`` as colltune's ``hierarchical``:
     ``inter`` among one leader per host, trees within the hosts (MPICH's shared-memory level)."""

@@ -40,7 +40,7 @@ from colltune.models.params import ParamSet
 from colltune.profiles.format import Provenance
 from colltune.sim import Topology, topology_for
 from colltune.sim.calls import steady_call
-from colltune.tune.native import native_equivalent, native_on_hosts
+from colltune.tune.native import native_equivalent, native_placed
 from colltune.tune.promises import Promises
 from colltune.tune.search import SEARCH
 from colltune.tune.table import NATIVE, Block, Candidate, DecisionTable, Method, Rule, Sample
@@ -115,7 +115,7 @@ class SimPricer:
     carried over ``topology`` (its first P ranks) where it places at least P ranks, and there as
     the third of calls made back to back (:func:`colltune.sim.calls.steady_call`); a hierarchical
     algorithm on the topology's hosts, and ``native`` as MPICH runs it there
-    (:func:`colltune.tune.native.native_on_hosts`)."""
+    (:func:`colltune.tune.native.native_placed`)."""
 
     params: ParamSet
     network: str
@@ -130,13 +130,12 @@ class SimPricer:
     def price(self, collective: str, algorithm: str, procs: int, size: int,
               params: dict[str, Any]) -> tuple[float, dict[str, Any]]:
         topo = topology_for(self.topology, self.network, procs)
+        hosts = topo.host_labels() if topo is not None else None
         if algorithm == NATIVE:
-            algorithm, params = (native_on_hosts(collective, topo.host_labels(), size) if topo is not None else
-                                 native_equivalent(collective, procs, size))
+            algorithm, params = native_placed(collective, procs, size, hosts)
         alg = REGISTRY.get(collective, algorithm)
-        hosts = topo.host_labels() if alg.hierarchical and topo is not None else None
         try:
-            schedule = alg.schedule(procs, 0, size, hosts=hosts, **params)
+            schedule = alg.schedule(procs, 0, size, hosts=hosts if alg.hierarchical else None, **params)
         except ParameterError as exc:
             raise Unavailable(str(exc)) from None
         try:

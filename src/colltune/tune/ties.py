@@ -41,7 +41,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from colltune.algorithms import REGISTRY
-from colltune.tune.native import NATIVE, native_equivalent, native_on_hosts
+from colltune.tune.native import NATIVE, native_placed
 
 #: Predicted times within this fraction of the fastest are a tie (see the module docstring).
 PREDICTED_TIE = 0.05
@@ -68,10 +68,9 @@ def peers(collective: str, algorithm: str, procs: int, size: int, params: dict[s
     :data:`SETTLED_BYTES_PER_RANK` bytes per rank.  ``hosts`` labels each rank's host (a
     hierarchical algorithm is built on them); ``None``, every rank is on a host of its own and
     every peer counts.  ``native`` counts as what MPICH runs on those hosts
-    (:func:`colltune.tune.native.native_on_hosts`)."""
+    (:func:`colltune.tune.native.native_placed`)."""
     if algorithm == NATIVE:
-        algorithm, params = (native_on_hosts(collective, hosts, size) if hosts is not None else
-                             native_equivalent(collective, procs, size))
+        algorithm, params = native_placed(collective, procs, size, hosts)
     frozen = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in params.items()))
     return _peers_at(collective, algorithm, procs, min(size, SETTLED_BYTES_PER_RANK * procs), frozen, hosts)
 
