@@ -111,10 +111,11 @@ def test_a_near_tie_goes_to_the_algorithm_whose_ranks_talk_to_fewer_peers(behind
     assert f.best_within == (chosen == "recursive_doubling")
 
 
-def test_a_near_tie_counts_the_peers_on_other_hosts_than_the_results_place_the_ranks_on():
-    """Broadcasts from rank 0 predicted alike at P = 8: one rank per host, the chain (2 peers) is
-    chosen over the binomial tree (3); on two hosts of four ranks both have one peer over the
-    network and the binomial tree, measured the faster, comes first by name.  A results file keeps
+def test_a_near_tie_weighs_the_load_on_other_hosts_than_the_results_place_the_ranks_on():
+    """Broadcasts from rank 0 predicted alike at P = 8: one rank per host, the chain (its busiest
+    rank moves 8 KiB, 2 peers) is chosen over the binomial tree (12 KiB, 3); on two hosts of four
+    ranks each moves 4 KiB over the network to one peer and the binomial tree, measured the
+    faster, comes first by name.  A results file keeps
     the hosts, and its figures count on them."""
     cell = [case("bcast", "chain", 4096, 1.2, p=1.0), case("bcast", "binomial_tree", 4096, 1.0, p=1.0)]
     hosts = (0, 0, 0, 0, 1, 1, 1, 1)

@@ -23,15 +23,16 @@ from colltune.probe.choices import (
 from colltune.profiles import builtin
 from colltune.sim import NETWORKS, star
 from colltune.sim.calls import steady_call
-from colltune.tune.ties import PREDICTED_TIE, peers
+from colltune.tune.ties import PREDICTED_TIE, load
 
 SIZES = (4096, 65536)
 
 
 @pytest.mark.parametrize("procs", [3, 8])
-def test_each_model_chooses_a_near_fastest_algorithm_with_the_fewest_peers(procs):
+def test_each_model_chooses_a_near_fastest_algorithm_with_the_lightest_load(procs):
     """In every cell, a model's choice is an algorithm of that collective, priced within the
-    near-tie window of the fastest it priced there, with no more peers than any other in the window;
+    near-tie window of the fastest it priced there, with no heavier network load (bytes of its
+    busiest rank, then peers) than any other in the window;
     a barrier has one cell, at size 0; over a topology the third call is priced."""
     models = builtin("ethernet-10g-tcp").models
     topology = star(procs, 1.25e7)
@@ -52,7 +53,7 @@ def test_each_model_chooses_a_near_fastest_algorithm_with_the_fewest_peers(procs
             fastest = min(priced.values())
             assert priced[name] <= fastest * (1 + PREDICTED_TIE) * (1 + 1e-12)
             window = [a for a, t in priced.items() if t <= fastest * (1 + PREDICTED_TIE)]
-            assert peers(coll, name, procs, size, {}) == min(peers(coll, a, procs, size, {}) for a in window)
+            assert load(coll, name, procs, size, {}) == min(load(coll, a, procs, size, {}) for a in window)
 
 
 def test_the_disputed_cases_are_every_choice_in_the_cells_where_choices_differ():

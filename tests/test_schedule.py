@@ -174,6 +174,23 @@ def test_max_remote_peers_counts_only_the_ranks_on_other_hosts() -> None:
         s.max_remote_peers((0, 0, 1))
 
 
+def test_max_remote_bytes_counts_what_one_rank_sends_and_receives_over_the_network() -> None:
+    """Rank 0 sends 8 B to ranks 1 and 2 and receives 4 B from rank 3: on hosts (0, 0, 1, 1) it
+    moves 8 + 4 B to and from the other host, the most of any rank; without hosts all 20 B; on one
+    host none; labels for the wrong number of ranks are an error."""
+    b = ScheduleBuilder(4, send_bytes=8, recv_bytes=8)
+    for peer in (1, 2):
+        b.send(0, peer, Region(Buf.SEND, 0, 8))
+    b.recv(0, 3, Region(Buf.RECV, 0, 4))
+    b.send(3, 0, Region(Buf.SEND, 0, 4))
+    s = b.build()
+    assert s.max_remote_bytes((0, 0, 1, 1)) == 12
+    assert s.max_remote_bytes(None) == 20
+    assert s.max_remote_bytes((5, 5, 5, 5)) == 0
+    with pytest.raises(ScheduleError, match="3 labels for a schedule of 4 ranks"):
+        s.max_remote_bytes((0, 0, 1))
+
+
 @pytest.mark.parametrize("procs", [1, 2, 3, 5, 8, 13, 64])
 def test_max_peers_of_registered_algorithms_in_closed_form(procs: int) -> None:
     from colltune.algorithms import REGISTRY

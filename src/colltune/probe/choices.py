@@ -27,7 +27,7 @@ from colltune.profiles.format import Models
 from colltune.report.fidelity import BEST_TOLERANCE
 from colltune.sim import NETWORKS, Topology, topology_for
 from colltune.sim.calls import steady_call
-from colltune.tune.ties import peers, predicted_choice
+from colltune.tune.ties import load, predicted_choice
 
 #: How many network models, the best of the check's first cases, the check by choices compares
 #: (see the module docstring).
@@ -88,7 +88,7 @@ def model_choices(prices: Prices, procs: int, hosts: tuple[int, ...] | None = No
         for (coll, size), priced in cells.items():
             choices[net][(coll, size)] = predicted_choice(
                 sorted(priced), priced.__getitem__,
-                lambda name, c=coll, s=size: peers(c, name, procs, s, {}, hosts), str)
+                lambda name, c=coll, s=size: load(c, name, procs, s, {}, hosts), str)
     return choices
 
 

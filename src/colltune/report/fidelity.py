@@ -6,7 +6,8 @@ The fidelity benchmark's figures, per predictor:
 - **relative error** of each case (one algorithm at one size): ``|predicted - measured| / measured``,
   summarised by its median and 90th percentile;
 - **best within 5 %**: in each cell (a collective at a size), the algorithm the predictor chooses
-  (:func:`predicted_best`: its fastest, a near-tie broken as the tuner breaks it, by fewer peers)
+  (:func:`predicted_best`: its fastest, a near-tie broken as the tuner breaks it, by the lighter
+  network load)
   is measured within 5 % of the measured fastest;
 - **regret**: the geometric mean over the cells of measured(predicted best) / measured best, what
   following the predictor costs.
@@ -44,7 +45,7 @@ from colltune.sim import NETWORKS, Topology, profile_network, simulate, topology
 from colltune.sim.calls import steady_call
 from colltune.tune.native import native_placed
 from colltune.tune.table import NATIVE
-from colltune.tune.ties import peers, predicted_choice
+from colltune.tune.ties import load, predicted_choice
 
 FORMAT = "colltune-fidelity"
 VERSION = 1
@@ -244,12 +245,13 @@ def predicted_best(cell: Sequence[FidelityCase], predictor: str, procs: int,
                    hosts: tuple[int, ...] | None = None) -> FidelityCase:
     """The case of one (collective, size) cell that ``predictor`` chooses, as the tuner would: the
     fastest predicted, except that among those within :data:`colltune.tune.ties.PREDICTED_TIE` of
-    it ``native`` where it is one, else the one with the fewest peers on other hosts (``hosts``
-    labels each rank's host; None: one rank per host; :func:`colltune.tune.ties.predicted_choice`),
+    it ``native`` where it is one, else the one whose busiest rank moves the fewest bytes to and
+    from other hosts, then has the fewest peers there (``hosts`` labels each rank's host; None: one
+    rank per host; :func:`colltune.tune.ties.load`, :func:`colltune.tune.ties.predicted_choice`),
     then the first in alphabetical order."""
     priced = [c for c in cell if predictor in c.predicted]
     return predicted_choice(priced, lambda c: c.predicted[predictor],
-                            lambda c: peers(c.collective, c.algorithm, procs, c.size, dict(c.params), hosts),
+                            lambda c: load(c.collective, c.algorithm, procs, c.size, dict(c.params), hosts),
                             lambda c: c.algorithm)
 
 

@@ -200,6 +200,22 @@ class Schedule:
         pairs = np.unique(rank * self.procs + peer)
         return int(np.bincount(pairs // self.procs).max()) if len(pairs) else 0
 
+    def max_remote_bytes(self, hosts: Sequence[int] | None) -> int:
+        """The most bytes one rank sends to and receives from ranks on hosts other than its own, in
+        all (``hosts`` as for :meth:`max_remote_peers`); 0 without such messages.  Over TCP, the
+        bytes that rank's process moves through its sockets."""
+        c = self.columns
+        talk = ((c["kind"] == Kind.SEND) | (c["kind"] == Kind.RECV)) & (c["peer"] >= 0)
+        rank, peer = c["rank"][talk].astype(np.int64), c["peer"][talk].astype(np.int64)
+        length = c["length"][talk].astype(np.int64)
+        if hosts is not None:
+            if len(hosts) != self.procs:
+                raise ScheduleError(f"hosts: {len(hosts)} labels for a schedule of {self.procs} ranks")
+            label = np.asarray(hosts)
+            apart = label[rank] != label[peer]
+            rank, length = rank[apart], length[apart]
+        return int(np.bincount(rank, weights=length, minlength=self.procs).max()) if len(rank) else 0
+
     @property
     def wildcards(self) -> bool:
         """Whether a receive names :data:`ANY_SOURCE` or :data:`ANY_TAG` (only the simulator runs

@@ -3,7 +3,7 @@
 - :mod:`colltune.tune.table`: the decision table format and its lookup;
 - :mod:`colltune.tune.promises`: what a program promises that a library's rules cannot see;
 - :mod:`colltune.tune.select`: pricing candidates and bisecting crossovers into a table;
-- :mod:`colltune.tune.ties`: how a prediction's near-ties are broken (fewer peers);
+- :mod:`colltune.tune.ties`: how a prediction's near-ties are broken (the lighter network load);
 - :mod:`colltune.tune.native`: what ``native`` stands for when it is predicted;
 - :mod:`colltune.tune.libraries`: colltune's algorithms in Open MPI's and MPICH's names;
 - :mod:`colltune.tune.export`: the table as Open MPI rules and MPICH selection JSON;
@@ -29,7 +29,7 @@ __getattr__, __all__ = exports(__name__, {
     "colltune.tune.select": ("ModelPricer", "SimPricer", "Tuner", "build_table", "candidates",
                              "grid_sizes"),
     "colltune.tune.sequence": ("check_in_order",),
-    "colltune.tune.ties": ("PREDICTED_TIE", "fewest_peers_first", "peers", "predicted_choice"),
+    "colltune.tune.ties": ("PREDICTED_TIE", "lightest_first", "load", "peers", "predicted_choice"),
     "colltune.tune.table": ("NATIVE", "TABLE_ENV", "Block", "Candidate", "DecisionTable", "Rule", "Sample",
                             "TableError", "fixed_table", "parse_table", "read_table", "write_table"),
 })

@@ -20,7 +20,8 @@ library's own, except that with a tolerance (timed prices) a rule's choice goes 
 within the tolerance of the fastest (:meth:`Tuner.winner`).  Among parameter values that tie, the
 algorithm's default wins.  Among predicted prices (``model``, ``simulate``), candidates predicted
 faster than ``native`` and within 5 % of the fastest are a near-tie, which goes to the one whose
-busiest rank talks to the fewest peers (:mod:`colltune.tune.ties`).
+busiest rank moves the fewest bytes over the network, then talks to the fewest peers there
+(:mod:`colltune.tune.ties`).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from colltune.tune.native import native_equivalent, native_placed
 from colltune.tune.promises import Promises
 from colltune.tune.search import SEARCH
 from colltune.tune.table import NATIVE, Block, Candidate, DecisionTable, Method, Rule, Sample
-from colltune.tune.ties import fewest_peers_first, keeps_native, peers, placed_hosts, predicted_choice
+from colltune.tune.ties import keeps_native, lightest_first, load, placed_hosts, predicted_choice
 
 
 Choice = tuple[str, tuple[tuple[str, Any], ...]]
@@ -76,18 +77,18 @@ class Pricer(Protocol):
         ``algorithm`` may be ``native``."""
 
 
-#: ``peers(collective, algorithm, procs, size, params)``: the most ranks one rank of a candidate
-#: exchanges messages with (:func:`colltune.tune.ties.peers`), by which a prediction's near-ties are
-#: broken.
-PeerCount = Callable[[str, str, int, int, dict[str, Any]], int]
+#: ``load(collective, algorithm, procs, size, params)``: how much of the network a candidate's
+#: busiest rank drives (bytes to and from other hosts, then peers there;
+#: :func:`colltune.tune.ties.load`), by which a prediction's near-ties are broken.
+NetworkLoad = Callable[[str, str, int, int, dict[str, Any]], tuple[int, int]]
 
 
-def peer_count(pricer: Pricer) -> PeerCount:
-    """The :data:`PeerCount` of ``pricer``'s predictions: :func:`colltune.tune.ties.peers` on the
+def network_load(pricer: Pricer) -> NetworkLoad:
+    """The :data:`NetworkLoad` of ``pricer``'s predictions: :func:`colltune.tune.ties.load` on the
     hosts where it places the ranks (:func:`colltune.tune.ties.placed_hosts`)."""
-    def count(collective: str, algorithm: str, procs: int, size: int, params: dict[str, Any]) -> int:
-        return peers(collective, algorithm, procs, size, params, placed_hosts(pricer, procs))
-    return count
+    def of(collective: str, algorithm: str, procs: int, size: int, params: dict[str, Any]) -> tuple[int, int]:
+        return load(collective, algorithm, procs, size, params, placed_hosts(pricer, procs))
+    return of
 
 
 #: The methods whose prices are predictions (:mod:`colltune.tune.ties` breaks their near-ties).
@@ -251,14 +252,15 @@ class Tuner:
     quick: bool = False
     #: With it, the prices are predictions: a sample's first candidate is, among those predicted
     #: ahead of ``native`` by more than :data:`colltune.tune.ties.PREDICTED_TIE` and within it of
-    #: the fastest, the one with the fewest peers (:func:`colltune.tune.ties.fewest_peers_first`);
+    #: the fastest, the one whose busiest rank drives the least of the network
+    #: (:func:`colltune.tune.ties.lightest_first`);
     #: ``native`` keeps every size where no candidate is predicted that far ahead of it
     #: (:func:`colltune.tune.ties.keeps_native`).
-    peers: PeerCount | None = None
+    load: NetworkLoad | None = None
 
     def sample(self, size: int) -> Sample:
         """Every candidate at ``size`` bytes, each with its best parameters, fastest first (with
-        :attr:`peers`, the near-tie it chooses first)."""
+        :attr:`load`, the near-tie it chooses first)."""
         if size in self.samples:
             return self.samples[size]
         found: list[Candidate] = []
@@ -285,11 +287,11 @@ class Tuner:
             raise ColltuneError(f"{self.collective} on {self.procs} ranks at {size} B: no candidate can be priced "
                                 f"({why[0]})")
         found.sort(key=_order)
-        if self.peers is not None:
+        if self.load is not None:
             native = next((c.time for c in found if c.algorithm == NATIVE), -math.inf)
             ahead = [c for c in found if c.algorithm != NATIVE and not keeps_native(native, c.time)]
             if ahead:
-                first = fewest_peers_first(ahead, lambda c: c.time, lambda c: self._peers_of(
+                first = lightest_first(ahead, lambda c: c.time, lambda c: self._load_of(
                     choice(c.algorithm, c.params), size), _order)[0]
                 found = [first, *(c for c in found if c is not first)]
         self.samples[size] = Sample(procs=self.procs, size=size, candidates=tuple(found))
@@ -362,7 +364,7 @@ class Tuner:
             return held
         if best[0] == NATIVE:
             return best
-        if self.peers is not None:  # predictions: a near-tie keeps native
+        if self.load is not None:  # predictions: a near-tie keeps native
             return choice(NATIVE, {}) if keeps_native(native, fastest) else best
         # a lead below the tolerance is looked at again only where a call is short (_confirmed)
         if native <= fastest * (1 + (self.tolerance if settles else 0.0)) or not self._confirmed(best, size):
@@ -539,18 +541,18 @@ class Tuner:
 
     def _beats(self, a: Choice, b: Choice, size: int) -> bool:
         """True if ``a`` is at least as good as ``b`` at ``size`` (native wins ties; with
-        :attr:`peers`, a near-tie goes to ``native``, and of two others to the one with fewer peers,
+        :attr:`load`, a near-tie goes to ``native``, and of two others to the lighter load,
         as in :meth:`sample` and :meth:`_winner`: :func:`colltune.tune.ties.predicted_choice`)."""
         ta, tb = self.time(a, size), self.time(b, size)
-        if self.peers is not None:
-            return predicted_choice([a, b], lambda ch: self.time(ch, size), lambda ch: self._peers_of(ch, size),
+        if self.load is not None:
+            return predicted_choice([a, b], lambda ch: self.time(ch, size), lambda ch: self._load_of(ch, size),
                                     lambda ch: ch[0]) == a
         return ta < tb or (ta == tb and (a[0] == NATIVE or b[0] != NATIVE))
 
-    def _peers_of(self, ch: Choice, size: int) -> int:
-        """:attr:`peers` of ``ch`` at ``size`` (:func:`colltune.tune.ties.peers` remembers them)."""
-        assert self.peers is not None
-        return self.peers(self.collective, ch[0], self.procs, size, dict(ch[1]))
+    def _load_of(self, ch: Choice, size: int) -> tuple[int, int]:
+        """:attr:`load` of ``ch`` at ``size`` (:func:`colltune.tune.ties.load` remembers them)."""
+        assert self.load is not None
+        return self.load(self.collective, ch[0], self.procs, size, dict(ch[1]))
 
     def _interchangeable(self, a: Choice, b: Choice, lo: int, hi: int) -> bool:
         """With a tolerance (timed prices): True if ``b`` (the winner at ``hi``) is within the
@@ -711,18 +713,18 @@ def tune_collective(pricer: Pricer, collective: str, procs_list: Iterable[int], 
                     resolution: float = 0.0, progress: Callable[[], None] | None = None,
                     space: Space = REGISTRY_SPACE, tolerance: float = 0.0,
                     check: RulesCheck | None = None, say: Callable[[str], None] | None = None,
-                    peers: PeerCount | None = None) -> tuple[Block, ...]:
+                    load: NetworkLoad | None = None) -> tuple[Block, ...]:
     """The blocks of one collective: rules at each process count of ``procs_list`` (decided from the
     largest down) for sizes 0 .. ``max_size`` bytes (a barrier has size 0 only), choosing among ``space``, each passed
     through ``check`` if given; ``say`` hears where a rule goes on (:attr:`Tuner.say`); with
-    ``peers``, the prices are predictions whose near-ties go to fewer peers (:attr:`Tuner.peers`)."""
+    ``load``, the prices are predictions whose near-ties go to the lighter load (:attr:`Tuner.load`)."""
     grid = [0] if get_collective(collective).synchronizes else grid_sizes(max_size)
     per_procs = []
     # the largest count first: the hybrid tuner narrows the race below it by what its timings showed
     for procs in sorted(set(procs_list), reverse=True):
         quick = narrowed(pricer, procs)
         sizes = sparse_grid(grid) if quick else grid
-        t = Tuner(pricer, collective, procs, resolution, space, tolerance, say=say, peers=peers, quick=quick)
+        t = Tuner(pricer, collective, procs, resolution, space, tolerance, say=say, load=load, quick=quick)
         rules = t.rules(sizes)
         if check is not None:
             rules = check(collective, procs, rules, sizes, t.samples)
@@ -752,14 +754,14 @@ def build_table(pricer: Pricer, method: Method, collectives: Iterable[str], proc
         raise ParameterError(f"process counts must be >= 1, got {list(procs_list)}")
     if max_size < 0:
         raise ParameterError(f"the largest size must be >= 0 bytes, got {max_size}")
-    count: PeerCount | None = peer_count(pricer) if method in PREDICTED else None
+    count: NetworkLoad | None = network_load(pricer) if method in PREDICTED else None
     if space is None:
         space = REGISTRY_SPACE
         if library != "colltune":
             from colltune.tune.targets import LibraryPricer, LibrarySpace
 
             space, pricer = LibrarySpace(library, promises or Promises()), LibraryPricer(pricer, library)
-            count = pricer.peers if count is not None else None
+            count = pricer.load if count is not None else None
     table = {c: tune_collective(pricer, c, procs_list, max_size, resolution, progress, space, tolerance, check, say,
                                 count) for c in collectives}
     return DecisionTable(method=method, model=model, profile=profile, time_unit=time_unit,  # type: ignore[arg-type]

@@ -53,7 +53,7 @@ class Candidate(ParamSet):
 
 class Sample(ParamSet):
     """Every priced candidate at one process count and message size, fastest first; of predicted
-    prices, the near-tie chosen by fewer peers first (:mod:`colltune.tune.ties`)."""
+    prices, the near-tie chosen by the lighter network load first (:mod:`colltune.tune.ties`)."""
 
     procs: int = Field(ge=1)
     size: int = Field(ge=0, description="block size in bytes")

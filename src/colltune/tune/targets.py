@@ -33,7 +33,7 @@ from colltune.tune.libraries import openmpi_rule_problem
 from colltune.tune.promises import Promises
 from colltune.tune.native import NATIVE, composition, native_equivalent
 from colltune.tune.search import SEARCH
-from colltune.tune.ties import peers, placed_hosts
+from colltune.tune.ties import load, placed_hosts
 
 Params = dict[str, Any]
 
@@ -410,12 +410,12 @@ class LibraryPricer:
         """Where the inner pricer places ``procs`` ranks (:func:`colltune.tune.ties.placed_hosts`)."""
         return placed_hosts(self.inner, procs)
 
-    def peers(self, collective: str, algorithm: str, procs: int, size: int, params: Params) -> int:
-        """:func:`colltune.tune.ties.peers` of the library algorithm's registry equivalent, on the
+    def load(self, collective: str, algorithm: str, procs: int, size: int, params: Params) -> tuple[int, int]:
+        """:func:`colltune.tune.ties.load` of the library algorithm's registry equivalent, on the
         inner pricer's hosts."""
         if algorithm != NATIVE:
             algorithm, params = library_algorithm(self.library, collective, algorithm).equivalent(procs, size, params)
-        return peers(collective, algorithm, procs, size, params, self.hosts(procs))
+        return load(collective, algorithm, procs, size, params, self.hosts(procs))
 
 
 def catalogue_markdown(library: str = "mpich") -> str:

@@ -1,19 +1,30 @@
 """How a prediction's near-ties are broken: among the candidates predicted within
 :data:`PREDICTED_TIE` of the fastest, ``native`` where it is one of them, else the one whose
-busiest rank talks to the fewest peers.
+busiest rank drives the least of the network: moves the fewest bytes to and from other hosts, then
+talks to the fewest peers there (:func:`load`).
 
 A prediction cannot tell apart candidates whose predicted times differ by less than its own error,
 and where several algorithms move the same bytes over the same links it prices them exactly alike
 (four all-to-alls and the ring and direct all-gathers of 4 KiB on a switch, say).  What separates
-such candidates on a TCP network is how many ranks on other hosts each rank exchanges messages
-with (:meth:`colltune.schedule.Schedule.max_remote_peers`): each is a connection of its own, with
-its own window, acknowledgements and progress to poll, and where ranks share cores each
-connection's work waits for one.  Ranks of one host talk through shared memory, queues without
-windows or acknowledgements, so they do not count: on hosts of several ranks, a chain or a
-binomial tree placed by blocks has one peer over the network, as many as a hierarchical one.  In
-the fidelity runs, the candidate with fewer peers was the faster of such a pair in most cells (the
-recursive-doubling barrier against the dissemination one, the ring all-gather against the direct
-one, the binomial gather against the synchronised linear one).
+such candidates on a TCP network is what the busiest rank's process must do to move its part:
+
+- every byte it sends or receives over the network is copied through its sockets and, with
+  MPICH's libfabric tcp provider, moves only while that rank is in MPI on a core, so the rank that
+  moves the most finishes last, the more so where ranks share cores
+  (:meth:`colltune.schedule.Schedule.max_remote_bytes`).  A hierarchical algorithm's leader moves
+  its whole host's traffic, K times a flat algorithm's rank on hosts of K ranks: in three fidelity
+  runs on 4 hosts of 2 ranks, the hierarchical all-to-all of 512 KiB, predicted 2 % ahead of the
+  direct one, ran 711, 779 and 793 ms (the medians of its rounds) where the direct one ran 578-583;
+- each rank on another host it exchanges messages with is a connection of its own, with its own
+  window, acknowledgements and progress to poll (:meth:`colltune.schedule.Schedule.max_remote_peers`):
+  the recursive-doubling barrier ran ahead of the dissemination one, the ring all-gather of the
+  direct one, the binomial gather of the synchronised linear one.
+
+Ranks of one host talk through shared memory, queues without windows or acknowledgements, so
+neither counts their messages: on hosts of several ranks a chain or a binomial tree placed by
+blocks has one peer over the network, as many as a hierarchical one.  Bytes come first, since
+their cost grows with the size and a peer's does not; peers decide where the bytes are equal (the
+flat all-to-alls, the barriers).
 
 Where ``native`` (the library's own choice) is one of a near-tie, it is the choice
 (:func:`keeps_native`): a lead that small says nothing of which is faster, and switching costs
@@ -51,39 +62,56 @@ PREDICTED_TIE = 0.05
 #: every candidate of the seven collectives with data, every parameter value the tuner tries, at
 #: P = 2-64 and sizes above 8 bytes per rank up to 1 MiB, the peers at 8
 #: bytes per rank equal those at the size; the largest size at which a peer count still changed
-#: was 16 B at P = 33 (Rabenseifner's reductions, 2 float64 elements).  So :func:`peers` builds the
+#: was 16 B at P = 33 (Rabenseifner's reductions, 2 float64 elements).  So :func:`load` builds the
 #: schedule at no more than this many bytes per rank: building every near-tie at its own size
 #: took 58 of the 61 s of ``colltune tune --profile builtin:ethernet-10g-tcp`` (P = 2-64, up to 4
 #: MiB; 1.4 s without the rule).  tests/test_ties.py checks it.
 SETTLED_BYTES_PER_RANK = 8
+#: And from this many bytes in all on, every registered candidate's busiest rank moves bytes to and
+#: from other hosts in proportion with the size (its parameters fixed), so that candidates of one
+#: size compare by them as at that size: below 2 KiB the symmetric broadcast sends the whole
+#: message from the root to every rank (:data:`colltune.algorithms.bcast.SYMMETRIC_MIN_SPLIT`), above
+#: it a piece to each.  tests/test_ties.py checks the order at 16 and 256 KiB, P = 3, 8 and 13, one
+#: rank per host and hosts of 2 and 4 ranks.
+SETTLED_BYTES = 4096
 
 T = TypeVar("T")
 
 
-def peers(collective: str, algorithm: str, procs: int, size: int, params: dict[str, Any],
-          hosts: tuple[int, ...] | None = None) -> int:
-    """The most distinct ranks on other hosts that one rank of ``algorithm``'s schedule (root 0,
-    blocks of ``size`` bytes, ``procs`` ranks) exchanges messages with: its network connections
-    (:meth:`colltune.schedule.Schedule.max_remote_peers`), counted on its schedule at no more than
-    :data:`SETTLED_BYTES_PER_RANK` bytes per rank.  ``hosts`` labels each rank's host (a
+def load(collective: str, algorithm: str, procs: int, size: int, params: dict[str, Any],
+         hosts: tuple[int, ...] | None = None) -> tuple[int, int]:
+    """How much of the network the busiest rank of ``algorithm``'s schedule (root 0, blocks of
+    ``size`` bytes, ``procs`` ranks) drives, as a near-tie compares it: the most bytes one rank
+    sends to and receives from other hosts, then the most peers on other hosts one rank exchanges
+    messages with (:meth:`colltune.schedule.Schedule.max_remote_bytes`,
+    :meth:`~colltune.schedule.Schedule.max_remote_peers`), both on its schedule at no more than
+    :data:`SETTLED_BYTES_PER_RANK` bytes per rank or :data:`SETTLED_BYTES` in all, whichever is
+    more (where the peers are the size's and the bytes in proportion with it).  ``hosts`` labels each rank's host (a
     hierarchical algorithm is built on them); ``None``, every rank is on a host of its own and
     every peer counts.  ``native`` counts as what MPICH runs on those hosts
     (:func:`colltune.tune.native.native_placed`)."""
     if algorithm == NATIVE:
         algorithm, params = native_placed(collective, procs, size, hosts)
     frozen = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in params.items()))
-    return _peers_at(collective, algorithm, procs, min(size, SETTLED_BYTES_PER_RANK * procs), frozen, hosts)
+    settled = min(size, max(SETTLED_BYTES_PER_RANK * procs, SETTLED_BYTES))
+    return _load_at(collective, algorithm, procs, settled, frozen, hosts)
+
+
+def peers(collective: str, algorithm: str, procs: int, size: int, params: dict[str, Any],
+          hosts: tuple[int, ...] | None = None) -> int:
+    """The most distinct ranks on other hosts that one rank of ``algorithm``'s schedule exchanges
+    messages with: its network connections, the second part of :func:`load` (same arguments)."""
+    return load(collective, algorithm, procs, size, params, hosts)[1]
 
 
 @functools.lru_cache(maxsize=4096)
-def _peers_at(collective: str, algorithm: str, procs: int, size: int, params: tuple[tuple[str, Any], ...],
-              hosts: tuple[int, ...] | None) -> int:
-    """:meth:`colltune.schedule.Schedule.max_remote_peers` of one registry schedule (a pure
-    function of its arguments, so remembered: a tune asks it of the same choices at every bisected
-    size)."""
+def _load_at(collective: str, algorithm: str, procs: int, size: int, params: tuple[tuple[str, Any], ...],
+             hosts: tuple[int, ...] | None) -> tuple[int, int]:
+    """:func:`load` of one registry schedule (a pure function of its arguments, so remembered: a
+    tune asks it of the same choices at every bisected size)."""
     alg = REGISTRY.get(collective, algorithm)
     schedule = alg.schedule(procs, 0, size, hosts=hosts if alg.hierarchical else None, **dict(params))
-    return schedule.max_remote_peers(hosts)
+    return schedule.max_remote_bytes(hosts), schedule.max_remote_peers(hosts)
 
 
 @runtime_checkable
@@ -101,11 +129,11 @@ def placed_hosts(pricer: object, procs: int) -> tuple[int, ...] | None:
     return pricer.hosts(procs) if isinstance(pricer, Placing) else None
 
 
-def fewest_peers_first(items: Sequence[T], time: Callable[[T], float], peers_of: Callable[[T], int],
-                       order: Callable[[T], Any]) -> list[T]:
+def lightest_first(items: Sequence[T], time: Callable[[T], float], load_of: Callable[[T], Any],
+                   order: Callable[[T], Any]) -> list[T]:
     """``items`` sorted by ``order``, except that the first is, among the items whose ``time`` is
-    within :data:`PREDICTED_TIE` of the fastest, the one with the fewest ``peers_of`` (then the
-    first by ``order``); ``peers_of`` is asked only of those."""
+    within :data:`PREDICTED_TIE` of the fastest, the one with the least ``load_of`` (:func:`load`;
+    then the first by ``order``); ``load_of`` is asked only of those."""
     ranked = sorted(items, key=order)
     if len(ranked) < 2:
         return ranked
@@ -113,8 +141,8 @@ def fewest_peers_first(items: Sequence[T], time: Callable[[T], float], peers_of:
     near = [x for x in ranked if time(x) <= fastest * (1 + PREDICTED_TIE)]
     if len(near) < 2:
         return ranked
-    counts = [peers_of(x) for x in near]
-    chosen = near[counts.index(min(counts))]
+    loads = [load_of(x) for x in near]
+    chosen = near[loads.index(min(loads))]
     return [chosen, *(x for x in ranked if x is not chosen)]
 
 
@@ -125,12 +153,12 @@ def keeps_native(native: float, fastest: float) -> bool:
     return native <= fastest * (1 + PREDICTED_TIE)
 
 
-def predicted_choice(items: Sequence[T], time: Callable[[T], float], peers_of: Callable[[T], int],
+def predicted_choice(items: Sequence[T], time: Callable[[T], float], load_of: Callable[[T], Any],
                      name: Callable[[T], str]) -> T:
     """The choice among priced ``items`` (at least one) that the tuner's predicted methods make:
     ``native`` where it is one of them and :func:`keeps_native`, else, of the items predicted that
     far ahead of it (all, without ``native``), the fastest ``time`` (s), a near-tie going to the
-    fewest ``peers_of`` (:func:`fewest_peers_first`), then to the first ``name`` in alphabetical
+    least ``load_of`` (:func:`lightest_first`), then to the first ``name`` in alphabetical
     order: as :meth:`colltune.tune.select.Tuner.sample` orders a sample.  The probe's check by
     choices and the fidelity benchmark call it too, so that they judge what the tuner chooses."""
     native = next((x for x in items if name(x) == NATIVE), None)
@@ -138,4 +166,4 @@ def predicted_choice(items: Sequence[T], time: Callable[[T], float], peers_of: C
         items = [x for x in items if x is not native and not keeps_native(time(native), time(x))]
         if not items:
             return native
-    return fewest_peers_first(items, time, peers_of, lambda x: (time(x), name(x)))[0]
+    return lightest_first(items, time, load_of, lambda x: (time(x), name(x)))[0]
