@@ -183,20 +183,28 @@ class Schedule:
         one rank uses."""
         return self.max_remote_peers(None)
 
+    def _network_messages(self, hosts: Sequence[int] | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The rank, peer and length (bytes) of every send and receive between ranks on different
+        hosts, ``hosts[r]`` labelling rank r's host (``None``: every rank on a host of its own);
+        wildcard sources left out."""
+        c = self.columns
+        talk = ((c["kind"] == Kind.SEND) | (c["kind"] == Kind.RECV)) & (c["peer"] >= 0)
+        rank, peer = c["rank"][talk].astype(np.int64), c["peer"][talk].astype(np.int64)
+        length = c["length"][talk].astype(np.int64)
+        if hosts is None:
+            return rank, peer, length
+        if len(hosts) != self.procs:
+            raise ScheduleError(f"hosts: {len(hosts)} labels for a schedule of {self.procs} ranks")
+        label = np.asarray(hosts)
+        apart = label[rank] != label[peer]
+        return rank[apart], peer[apart], length[apart]
+
     def max_remote_peers(self, hosts: Sequence[int] | None) -> int:
         """The most distinct ranks on hosts other than its own that one rank sends to or receives
         from, ``hosts[r]`` labelling rank r's host (``None``: every rank on a host of its own); 0
         without such messages; wildcard sources are not counted.  Over TCP, the most network
         connections one rank uses: ranks of one host talk through shared memory, without one."""
-        c = self.columns
-        talk = ((c["kind"] == Kind.SEND) | (c["kind"] == Kind.RECV)) & (c["peer"] >= 0)
-        rank, peer = c["rank"][talk].astype(np.int64), c["peer"][talk].astype(np.int64)
-        if hosts is not None:
-            if len(hosts) != self.procs:
-                raise ScheduleError(f"hosts: {len(hosts)} labels for a schedule of {self.procs} ranks")
-            label = np.asarray(hosts)
-            apart = label[rank] != label[peer]
-            rank, peer = rank[apart], peer[apart]
+        rank, peer, _ = self._network_messages(hosts)
         pairs = np.unique(rank * self.procs + peer)
         return int(np.bincount(pairs // self.procs).max()) if len(pairs) else 0
 
@@ -204,16 +212,7 @@ class Schedule:
         """The most bytes one rank sends to and receives from ranks on hosts other than its own, in
         all (``hosts`` as for :meth:`max_remote_peers`); 0 without such messages.  Over TCP, the
         bytes that rank's process moves through its sockets."""
-        c = self.columns
-        talk = ((c["kind"] == Kind.SEND) | (c["kind"] == Kind.RECV)) & (c["peer"] >= 0)
-        rank, peer = c["rank"][talk].astype(np.int64), c["peer"][talk].astype(np.int64)
-        length = c["length"][talk].astype(np.int64)
-        if hosts is not None:
-            if len(hosts) != self.procs:
-                raise ScheduleError(f"hosts: {len(hosts)} labels for a schedule of {self.procs} ranks")
-            label = np.asarray(hosts)
-            apart = label[rank] != label[peer]
-            rank, length = rank[apart], length[apart]
+        rank, _, length = self._network_messages(hosts)
         return int(np.bincount(rank, weights=length, minlength=self.procs).max()) if len(rank) else 0
 
     @property
