@@ -12,8 +12,8 @@ Run: ``python benchmarks/fidelity_testbed.py [--shapes star,tree:2] [--hosts 8] 
 'message_cpu=[[1, 1e-5]]'`` (10 us of a shared core per message) or ``--set duplex=null``;
 ``--against DIR`` also scores the times another run kept in DIR as a predictor (``measured:NAME``): the
 figures of a model that knew that run's times exactly, how far two runs agree; the results file
-carries them as a row and a headline of their own (the benchmark's run-to-run spread, against which
-a model's misses are judged).
+carries them as a row of its own (the benchmark's run-to-run spread, against which a model's misses
+are judged).
 
 For each shape it brings up a testbed (``colltune testbed up``; ``tree:2`` gets 2:1 oversubscribed
 uplinks: two hosts of ``--link`` share one uplink of ``--link``), then:
@@ -506,9 +506,6 @@ def write_results(d: Path, args: argparse.Namespace) -> None:
             rows.append((shape, other.predictor, None, other.cases, round(other.median_error, 4),
                          round(other.p90_error, 4), None, f"{other.best_within} of {other.cells}", 0,
                          round(other.regret, 4), None))
-            headline.append(Headline(figure=f"{shape}: cells within 5 % that another run's times choose "
-                                            f"({other.predictor}, before the playoff)",
-                                     value=f"{other.best_within} of {other.cells}"))
         name = f"{results_name(args)}-{tag(shape)}.png"
         write_png(fidelity_figure(results, [results.default_predictor]), out / name)
         figures.append(name)

@@ -145,9 +145,10 @@ def mpi_library() -> str:
     return MPI.Get_library_version().replace("\0", "").strip().splitlines()[0]
 
 
-#: Options that say only where a benchmark keeps or writes its files: left out of the command that
-#: reruns it, since they name paths of the machine it ran on.
-WHERE_OPTIONS = ("--keep", "--json", "--results", "--results-from", "--plot")
+#: Options that say only where a benchmark keeps, writes or finds its files (``--against``: another
+#: run's kept files, which add a row beside the figures): left out of the command that reruns it,
+#: since they name paths of the machine it ran on.
+WHERE_OPTIONS = ("--keep", "--json", "--results", "--results-from", "--plot", "--against")
 
 
 def command_line(script: str, argv: Sequence[str] | None = None) -> str:
