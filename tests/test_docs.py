@@ -215,7 +215,8 @@ def test_a_results_file_round_trips_and_renders(tmp_path):
 
 
 def test_the_rerun_command_leaves_out_where_the_run_kept_its_files():
-    argv = ["--reps", "20", "--keep", "/tmp/x", "--json=/tmp/y.json", "--plot", "f.png", "--name", "a b"]
+    argv = ["--reps", "20", "--keep", "/tmp/x", "--json=/tmp/y.json", "--plot", "f.png", "--name", "a b",
+            "--against", "/tmp/z"]
     assert command_line("benchmarks/x.py", argv) == "python benchmarks/x.py --reps 20 --name 'a b'"
 
 
