@@ -86,9 +86,9 @@ def load(collective: str, algorithm: str, procs: int, size: int, params: dict[st
     messages with (:meth:`colltune.schedule.Schedule.max_remote_bytes`,
     :meth:`~colltune.schedule.Schedule.max_remote_peers`), both on its schedule at no more than
     :data:`SETTLED_BYTES_PER_RANK` bytes per rank or :data:`SETTLED_BYTES` in all, whichever is
-    more (where the peers are the size's and the bytes in proportion with it).  ``hosts`` labels each rank's host (a
-    hierarchical algorithm is built on them); ``None``, every rank is on a host of its own and
-    every peer counts.  ``native`` counts as what MPICH runs on those hosts
+    more (where the peers are the size's and the bytes in proportion with it).  ``hosts`` labels
+    each rank's host (a hierarchical algorithm is built on them); ``None``, every rank is on a host
+    of its own and every peer counts.  ``native`` counts as what MPICH runs on those hosts
     (:func:`colltune.tune.native.native_placed`)."""
     if algorithm == NATIVE:
         algorithm, params = native_placed(collective, procs, size, hosts)
