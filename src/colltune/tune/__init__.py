@@ -29,7 +29,7 @@ __getattr__, __all__ = exports(__name__, {
     "colltune.tune.select": ("ModelPricer", "SimPricer", "Tuner", "build_table", "candidates",
                              "grid_sizes"),
     "colltune.tune.sequence": ("check_in_order",),
-    "colltune.tune.ties": ("PREDICTED_TIE", "lightest_first", "load", "peers", "predicted_choice"),
+    "colltune.tune.ties": ("PREDICTED_TIE", "lightest_first", "load", "predicted_choice"),
     "colltune.tune.table": ("NATIVE", "TABLE_ENV", "Block", "Candidate", "DecisionTable", "Rule", "Sample",
                             "TableError", "fixed_table", "parse_table", "read_table", "write_table"),
 })

@@ -97,13 +97,6 @@ def load(collective: str, algorithm: str, procs: int, size: int, params: dict[st
     return _load_at(collective, algorithm, procs, settled, frozen, hosts)
 
 
-def peers(collective: str, algorithm: str, procs: int, size: int, params: dict[str, Any],
-          hosts: tuple[int, ...] | None = None) -> int:
-    """The most distinct ranks on other hosts that one rank of ``algorithm``'s schedule exchanges
-    messages with: its network connections, the second part of :func:`load` (same arguments)."""
-    return load(collective, algorithm, procs, size, params, hosts)[1]
-
-
 @functools.lru_cache(maxsize=4096)
 def _load_at(collective: str, algorithm: str, procs: int, size: int, params: tuple[tuple[str, Any], ...],
              hosts: tuple[int, ...] | None) -> tuple[int, int]:
@@ -123,7 +116,7 @@ class Placing(Protocol):
 
 
 def placed_hosts(pricer: object, procs: int) -> tuple[int, ...] | None:
-    """Where ``pricer`` places ``procs`` ranks, as :func:`peers` reads it: its ``hosts(procs)``
+    """Where ``pricer`` places ``procs`` ranks, as :func:`load` reads it: its ``hosts(procs)``
     where it has one (:class:`Placing`), else None (an analytic model's ranks, each on a host of
     its own)."""
     return pricer.hosts(procs) if isinstance(pricer, Placing) else None
